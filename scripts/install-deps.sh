@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that moehub's build and tests need, and only
+# those that are missing. Safe to run again. The CUDA toolkit is optional: when
+# nvcc is present the kernels and moehub-gpu are built too.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libsystemc-dev            # SystemC 2.3.4 + TLM-2.0
+  libyaml-cpp-dev           # configs
+  nlohmann-json3-dev        # results JSON
+  libcli11-dev              # command lines
+  libgtest-dev libgmock-dev googletest  # unit tests
+  libbenchmark-dev          # benchmarks
+  python3                   # report scripts
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

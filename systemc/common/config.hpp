@@ -1,0 +1,102 @@
+// Configuration structures for systems, models and workloads.
+//
+// Every field carries its unit in its name. The YAML files under configs/
+// mirror these structures key for key (same names, same nesting); the loader
+// (config_loader.hpp) rejects missing keys, unknown keys, wrong types and
+// values out of range, naming the file and the key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moehub {
+
+/// Efficiency of a GEMM on the tensor cores as a function of its shape.
+/// eff(M, N, K) = max_efficiency * M/(M + m_half) * N/(N + n_half) * K/(K + k_half)
+/// where M is the token (row) count and N, K the weight dimensions. The
+/// half-saturation constants say at which size a dimension reaches half of its
+/// asymptotic efficiency.
+struct GemmEfficiencyConfig {
+  double max_efficiency = 0.8;  ///< fraction of peak at large shapes, (0, 1]
+  double m_half = 64;           ///< rows at which the M factor is 0.5, >= 0
+  double n_half = 64;           ///< >= 0
+  double k_half = 64;           ///< >= 0
+};
+
+struct GpuConfig {
+  std::string name;
+  int num_sms = 132;                          ///< streaming multiprocessors, >= 1
+  double sm_clock_ghz = 1.755;                ///< SM clock, > 0
+  double dense_bf16_tflops = 989.4;           ///< whole-chip dense bf16 tensor rate, > 0
+  GemmEfficiencyConfig gemm;                  ///< shape-dependent efficiency
+  int gemm_tile_m = 128;                      ///< output tile rows per thread block, >= 1
+  int gemm_tile_n = 128;                      ///< output tile columns per thread block, >= 1
+  double remote_store_bytes_per_cycle_per_sm = 64;  ///< store issue limit towards the hub, > 0
+  double hbm_bw_gbps = 3350;                  ///< HBM bandwidth, > 0
+  double hbm_latency_ns = 500;                ///< HBM access latency, >= 0
+  double memory_kernel_efficiency = 0.8;      ///< achieved fraction of hbm_bw for streaming kernels, (0, 1]
+  double xbar_bw_gbps = 5000;                 ///< crossbar bandwidth between hub and L2/HBM side, > 0
+  double xbar_latency_ns = 100;               ///< crossbar traversal latency, >= 0
+  double hub_latency_ns = 20;                 ///< hub processing latency per packet, >= 0
+};
+
+struct NvlinkConfig {
+  int flit_bytes = 16;                 ///< bytes per flit, >= 1
+  int max_payload_bytes = 128;         ///< largest payload of one packet, multiple of flit_bytes
+  int header_flits = 1;                ///< header flits per packet, >= 0
+  int ack_flits = 1;                   ///< flits of a write response on the reverse direction, >= 0
+  double bw_gbps_per_direction_per_gpu = 200;  ///< all of one GPU's links together, one direction, > 0
+  double gpu_switch_latency_ns = 250;  ///< one-way GPU <-> switch latency (wire + PHY + port), >= 0
+  int credits_flits = 256;             ///< receive-buffer credits of each link endpoint, in flits, >= max packet flits
+};
+
+struct NvswitchConfig {
+  int num_switches = 4;            ///< switch chips; each GPU has one port on each, >= 1
+  double crossing_latency_ns = 0;  ///< extra latency inside a switch chip, >= 0
+};
+
+struct HostConfig {
+  double kernel_launch_us = 4;     ///< host-side cost of one kernel launch, >= 0
+  double stream_sync_us = 10;      ///< device-to-host copy + stream synchronisation, >= 0
+  double collective_setup_us = 8;  ///< host/NCCL overhead to start one all-to-all, >= 0
+};
+
+struct SimConfig {
+  std::string granularity = "packet";  ///< "packet" (reference) or "row"
+  double sync_quantum_ns = 10;         ///< TLM temporal-decoupling quantum, > 0
+  double timeline_bin_us = 1;          ///< width of link-utilisation counter bins, > 0
+};
+
+struct SystemConfig {
+  std::string source_file;  ///< where it was loaded from (for messages)
+  std::string name;
+  int num_gpus = 8;  ///< >= 2
+  GpuConfig gpu;
+  NvlinkConfig nvlink;
+  NvswitchConfig nvswitch;
+  HostConfig host;
+  SimConfig sim;
+};
+
+struct ModelConfig {
+  std::string source_file;
+  std::string name;
+  int hidden_size = 4096;       ///< model hidden dimension H, >= 1
+  int expert_ffn_size = 14336;  ///< expert intermediate width F, >= 1
+  int num_experts = 8;          ///< routed experts E, >= 1
+  int top_k = 2;                ///< experts per token, 1..num_experts
+  int shared_expert_ffn_size = 0;  ///< width of the shared expert FFN, 0 = none
+  int num_layers = 32;          ///< layers of the full model (for reports)
+  int dtype_bytes = 2;          ///< activation / weight element size (bf16 = 2), >= 1
+};
+
+struct WorkloadConfig {
+  std::int64_t tokens = 8192;  ///< total tokens over all GPUs, >= 1
+  std::uint64_t seed = 1;
+  std::string distribution = "normal";  ///< "normal" (imbalance_std) or "zipf" (zipf_s)
+  double imbalance_std = 0.0;  ///< std of per-expert load fractions, >= 0
+  double zipf_s = 1.0;         ///< Zipf exponent over expert ranks, >= 0
+};
+
+}  // namespace moehub
