@@ -1,0 +1,297 @@
+// float64 reference of the MoE layer. See moe_ref.hpp for the formulas.
+//
+// The expert loops work expert by expert on the rows routed to that expert, in blocks
+// of kRowBlock rows: for each weight row, the block's rows are updated together, so
+// the weight row stays in L1 while it is reused (i-k-j order, unit stride inner loops).
+#include "moe_ref.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace moehub::ref {
+namespace {
+
+constexpr std::size_t kRowBlock = 32;
+
+std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
+
+void check_shape(const LayerShape& s) {
+  if (s.tokens < 0) throw std::invalid_argument("LayerShape.tokens must be >= 0");
+  if (s.hidden <= 0) throw std::invalid_argument("LayerShape.hidden must be > 0");
+  if (s.ffn <= 0) throw std::invalid_argument("LayerShape.ffn must be > 0");
+  if (s.experts <= 0) throw std::invalid_argument("LayerShape.experts must be > 0");
+  if (s.top_k <= 0 || s.top_k > s.experts)
+    throw std::invalid_argument("LayerShape.top_k must be in [1, experts]");
+}
+
+void check_size(const char* what, std::size_t got, std::size_t want) {
+  if (got != want)
+    throw std::invalid_argument(std::string(what) + " has " + std::to_string(got) +
+                                " elements, expected " + std::to_string(want));
+}
+
+void check_routing(const LayerShape& s, const std::vector<std::int32_t>& ids,
+                   const std::vector<double>& weights) {
+  const std::size_t n = sz(s.tokens) * sz(s.top_k);
+  check_size("topk_ids", ids.size(), n);
+  check_size("topk_weights", weights.size(), n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= s.experts)
+      throw std::invalid_argument("topk_ids[" + std::to_string(i) + "] = " +
+                                  std::to_string(ids[i]) + " is outside [0, experts)");
+}
+
+void check_weights(const LayerShape& s, const ExpertWeights& w) {
+  const std::size_t n = sz(s.experts) * sz(s.hidden) * sz(s.ffn);
+  check_size("w_gate", w.w_gate.size(), n);
+  check_size("w_up", w.w_up.size(), n);
+  check_size("w_down", w.w_down.size(), n);
+}
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// The (token, slot) pairs routed to each expert, in token order.
+struct Assignment { std::int64_t token; int slot; };
+std::vector<std::vector<Assignment>> group_by_expert(const LayerShape& s,
+                                                     const std::vector<std::int32_t>& ids) {
+  std::vector<std::vector<Assignment>> rows(sz(s.experts));
+  for (std::int64_t t = 0; t < s.tokens; ++t)
+    for (int j = 0; j < s.top_k; ++j)
+      rows[sz(ids[sz(t) * sz(s.top_k) + sz(j)])].push_back({t, j});
+  return rows;
+}
+
+// c[r][0..n) += sum_i a[r][i] * b[i][0..n) for r < rows  (a: [rows][kdim], b: [kdim][n])
+void gemm_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
+              const double* b, double* c) {
+  for (std::size_t i = 0; i < kdim; ++i) {
+    const double* brow = b + i * n;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double av = a[r * kdim + i];
+      if (av == 0.0) continue;
+      double* crow = c + r * n;
+      for (std::size_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+    }
+  }
+}
+
+// c[r][i] = sum_j a[r][j] * b[i][j]  (a: [rows][n], b: [kdim][n], c: [rows][kdim])
+void gemm_bt(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
+             const double* b, double* c) {
+  for (std::size_t i = 0; i < kdim; ++i) {
+    const double* brow = b + i * n;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double* arow = a + r * n;
+      double acc = 0.0;
+      for (std::size_t j = 0; j < n; ++j) acc += arow[j] * brow[j];
+      c[r * kdim + i] = acc;
+    }
+  }
+}
+
+// c[i][0..n) += sum_r a[r][i] * b[r][0..n)  (a: [rows][kdim], b: [rows][n], c: [kdim][n])
+void gemm_at_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
+                 const double* b, double* c) {
+  for (std::size_t i = 0; i < kdim; ++i) {
+    double* crow = c + i * n;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double av = a[r * kdim + i];
+      if (av == 0.0) continue;
+      const double* brow = b + r * n;
+      for (std::size_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+    }
+  }
+}
+
+// Forward of one expert on a block of gathered rows: gate, up, act ([rows][F]).
+void expert_hidden(std::size_t rows, std::size_t H, std::size_t F, const double* xb,
+                   const double* wg, const double* wu, double* g, double* u, double* act) {
+  std::fill(g, g + rows * F, 0.0);
+  std::fill(u, u + rows * F, 0.0);
+  gemm_acc(rows, H, F, xb, wg, g);
+  gemm_acc(rows, H, F, xb, wu, u);
+  for (std::size_t i = 0; i < rows * F; ++i) act[i] = g[i] * sigmoid(g[i]) * u[i];
+}
+
+}  // namespace
+
+RouterOutput router_forward(const LayerShape& s, const std::vector<double>& x,
+                            const std::vector<double>& w_router) {
+  check_shape(s);
+  const std::size_t T = sz(s.tokens), H = sz(s.hidden), E = sz(s.experts), K = sz(s.top_k);
+  check_size("x", x.size(), T * H);
+  check_size("w_router", w_router.size(), H * E);
+  RouterOutput out;
+  out.probs.assign(T * E, 0.0);
+  out.topk_ids.assign(T * K, 0);
+  out.topk_weights.assign(T * K, 0.0);
+  std::vector<int> order(E);
+  for (std::size_t t = 0; t < T; ++t) {
+    double* p = &out.probs[t * E];
+    gemm_acc(1, H, E, &x[t * H], w_router.data(), p);  // logits
+    const double mx = *std::max_element(p, p + E);
+    double sum = 0.0;
+    for (std::size_t e = 0; e < E; ++e) sum += (p[e] = std::exp(p[e] - mx));
+    for (std::size_t e = 0; e < E; ++e) p[e] /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(K), order.end(),
+                      [p](int a, int b) {
+                        return p[a] > p[b] || (p[a] == p[b] && a < b);
+                      });
+    double sel = 0.0;
+    for (std::size_t j = 0; j < K; ++j) sel += p[order[j]];
+    for (std::size_t j = 0; j < K; ++j) {
+      out.topk_ids[t * K + j] = order[j];
+      out.topk_weights[t * K + j] = p[order[j]] / sel;
+    }
+  }
+  return out;
+}
+
+std::vector<double> experts_forward(const LayerShape& s, const std::vector<double>& x,
+                                    const std::vector<std::int32_t>& topk_ids,
+                                    const std::vector<double>& topk_weights,
+                                    const ExpertWeights& w) {
+  check_shape(s);
+  const std::size_t T = sz(s.tokens), H = sz(s.hidden), F = sz(s.ffn), K = sz(s.top_k);
+  check_size("x", x.size(), T * H);
+  check_routing(s, topk_ids, topk_weights);
+  check_weights(s, w);
+  std::vector<double> out(T * H, 0.0);
+  const auto rows_of = group_by_expert(s, topk_ids);
+  std::vector<double> xb(kRowBlock * H), g(kRowBlock * F), u(kRowBlock * F),
+      act(kRowBlock * F), y(kRowBlock * H);
+  for (std::size_t e = 0; e < rows_of.size(); ++e) {
+    const double* wg = &w.w_gate[e * H * F];
+    const double* wu = &w.w_up[e * H * F];
+    const double* wd = &w.w_down[e * F * H];
+    const auto& rows = rows_of[e];
+    for (std::size_t r0 = 0; r0 < rows.size(); r0 += kRowBlock) {
+      const std::size_t nb = std::min(kRowBlock, rows.size() - r0);
+      for (std::size_t r = 0; r < nb; ++r)
+        std::copy_n(&x[sz(rows[r0 + r].token) * H], H, &xb[r * H]);
+      expert_hidden(nb, H, F, xb.data(), wg, wu, g.data(), u.data(), act.data());
+      std::fill(y.begin(), y.end(), 0.0);
+      gemm_acc(nb, F, H, act.data(), wd, y.data());
+      for (std::size_t r = 0; r < nb; ++r) {
+        const Assignment& a = rows[r0 + r];
+        const double wt = topk_weights[sz(a.token) * K + sz(a.slot)];
+        double* o = &out[sz(a.token) * H];
+        for (std::size_t h = 0; h < H; ++h) o[h] += wt * y[r * H + h];
+      }
+    }
+  }
+  return out;
+}
+
+ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
+                             const std::vector<std::int32_t>& topk_ids,
+                             const std::vector<double>& topk_weights, const ExpertWeights& w,
+                             const std::vector<double>& d_out) {
+  check_shape(s);
+  const std::size_t T = sz(s.tokens), H = sz(s.hidden), F = sz(s.ffn), K = sz(s.top_k),
+                    E = sz(s.experts);
+  check_size("x", x.size(), T * H);
+  check_size("d_out", d_out.size(), T * H);
+  check_routing(s, topk_ids, topk_weights);
+  check_weights(s, w);
+  ExpertGrads gr;
+  gr.d_x.assign(T * H, 0.0);
+  gr.d_topk_weights.assign(T * K, 0.0);
+  gr.d_w_gate.assign(E * H * F, 0.0);
+  gr.d_w_up.assign(E * H * F, 0.0);
+  gr.d_w_down.assign(E * F * H, 0.0);
+  const auto rows_of = group_by_expert(s, topk_ids);
+  std::vector<double> xb(kRowBlock * H), dy(kRowBlock * H), g(kRowBlock * F),
+      u(kRowBlock * F), act(kRowBlock * F), da(kRowBlock * F), dg(kRowBlock * F),
+      du(kRowBlock * F), dxb(kRowBlock * H), tmp(kRowBlock * H);
+  for (std::size_t e = 0; e < E; ++e) {
+    const double* wg = &w.w_gate[e * H * F];
+    const double* wu = &w.w_up[e * H * F];
+    const double* wd = &w.w_down[e * F * H];
+    double* dwg = &gr.d_w_gate[e * H * F];
+    double* dwu = &gr.d_w_up[e * H * F];
+    double* dwd = &gr.d_w_down[e * F * H];
+    const auto& rows = rows_of[e];
+    for (std::size_t r0 = 0; r0 < rows.size(); r0 += kRowBlock) {
+      const std::size_t nb = std::min(kRowBlock, rows.size() - r0);
+      for (std::size_t r = 0; r < nb; ++r) {
+        std::copy_n(&x[sz(rows[r0 + r].token) * H], H, &xb[r * H]);
+        std::copy_n(&d_out[sz(rows[r0 + r].token) * H], H, &dy[r * H]);
+      }
+      expert_hidden(nb, H, F, xb.data(), wg, wu, g.data(), u.data(), act.data());
+      // d(act) before the gate weight: dy Wd^T; the gate weight's gradient is
+      // dot(dy, y) = dot(dy Wd^T, act).
+      gemm_bt(nb, F, H, dy.data(), wd, da.data());
+      for (std::size_t r = 0; r < nb; ++r) {
+        const Assignment& a = rows[r0 + r];
+        const std::size_t slot = sz(a.token) * K + sz(a.slot);
+        const double wt = topk_weights[slot];
+        double dot = 0.0;
+        for (std::size_t f = 0; f < F; ++f) dot += da[r * F + f] * act[r * F + f];
+        gr.d_topk_weights[slot] = dot;
+        for (std::size_t f = 0; f < F; ++f) da[r * F + f] *= wt;
+        for (std::size_t h = 0; h < H; ++h) tmp[r * H + h] = wt * dy[r * H + h];
+      }
+      gemm_at_acc(nb, F, H, act.data(), tmp.data(), dwd);  // dWd += act^T (w dy)
+      for (std::size_t i = 0; i < nb * F; ++i) {
+        const double sg = sigmoid(g[i]);
+        const double silu = g[i] * sg;
+        du[i] = da[i] * silu;
+        dg[i] = da[i] * u[i] * (sg + g[i] * sg * (1.0 - sg));
+      }
+      gemm_at_acc(nb, H, F, xb.data(), dg.data(), dwg);  // dWg += x^T dg
+      gemm_at_acc(nb, H, F, xb.data(), du.data(), dwu);  // dWu += x^T du
+      gemm_bt(nb, H, F, dg.data(), wg, dxb.data());      // dx = dg Wg^T + du Wu^T
+      gemm_bt(nb, H, F, du.data(), wu, tmp.data());
+      for (std::size_t r = 0; r < nb; ++r) {
+        double* dxt = &gr.d_x[sz(rows[r0 + r].token) * H];
+        for (std::size_t h = 0; h < H; ++h) dxt[h] += dxb[r * H + h] + tmp[r * H + h];
+      }
+    }
+  }
+  return gr;
+}
+
+std::vector<double> router_backward(const LayerShape& s, const RouterOutput& ro,
+                                    const std::vector<double>& d_topk_weights) {
+  check_shape(s);
+  const std::size_t T = sz(s.tokens), E = sz(s.experts), K = sz(s.top_k);
+  check_size("probs", ro.probs.size(), T * E);
+  check_routing(s, ro.topk_ids, ro.topk_weights);
+  check_size("d_topk_weights", d_topk_weights.size(), T * K);
+  std::vector<double> d_logits(T * E, 0.0);
+  for (std::size_t t = 0; t < T; ++t) {
+    const double* wt = &ro.topk_weights[t * K];
+    const double* dw = &d_topk_weights[t * K];
+    double inner = 0.0;
+    for (std::size_t j = 0; j < K; ++j) inner += wt[j] * dw[j];
+    for (std::size_t j = 0; j < K; ++j)
+      d_logits[t * E + sz(ro.topk_ids[t * K + j])] += wt[j] * (dw[j] - inner);
+  }
+  return d_logits;
+}
+
+double relative_error(const double* got, const double* ref, std::size_t n) {
+  double num = 0.0, den = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(got[i]) || !std::isfinite(ref[i]))
+      return std::numeric_limits<double>::infinity();
+    const double dlt = got[i] - ref[i];
+    num += dlt * dlt;
+    den += ref[i] * ref[i];
+  }
+  if (den == 0.0) return std::sqrt(num);
+  return std::sqrt(num / den);
+}
+
+double relative_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  if (got.size() != ref.size()) return std::numeric_limits<double>::infinity();
+  return relative_error(got.data(), ref.data(), got.size());
+}
+
+}  // namespace moehub::ref
