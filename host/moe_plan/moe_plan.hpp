@@ -28,7 +28,10 @@ struct MoeProblem {
   int dtype_bytes = 2;           ///< d, activations and weights (bf16)
   int etp = 1;                   ///< expert tensor parallelism (F % etp == 0)
   int accum_bytes = 4;           ///< a, output and d_x accumulators (fp32)
-  int grad_bytes = 4;            ///< g, expert-weight gradient accumulators (fp32)
+  /// g, expert-weight gradient partitions that travel the ring (expert routing). bf16 as
+  /// the weights, as in RelayMoE Table 2 (backward moves 2 x E_local x W per hop); each hop
+  /// adds its fp32 GEMM result into them (one rounding per hop). 4 = fp32 partial sums.
+  int grad_bytes = 2;
 };
 
 /// Throws std::invalid_argument naming the field and its allowed range when the
