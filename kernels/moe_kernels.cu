@@ -1,0 +1,401 @@
+// Kernels of one MoE layer; see moe_kernels.hpp for the contract of each launcher.
+#include "moe_kernels.hpp"
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace moehub::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+__device__ __forceinline__ float ld(const bf16_t* p, std::int64_t i) {
+  return __bfloat162float(reinterpret_cast<const bf16*>(p)[i]);
+}
+__device__ __forceinline__ void st(bf16_t* p, std::int64_t i, float v) {
+  reinterpret_cast<bf16*>(p)[i] = __float2bfloat16(v);
+}
+__device__ __forceinline__ float sigmoidf(float x) { return 1.0f / (1.0f + __expf(-x)); }
+
+unsigned grid_for(std::int64_t n, int block, std::int64_t cap = 65535LL * 16) {
+  std::int64_t g = (n + block - 1) / block;
+  if (g < 1) g = 1;
+  if (g > cap) g = cap;
+  return static_cast<unsigned>(g);
+}
+
+// ---- router ---------------------------------------------------------------------------
+// One warp per token: softmax over `experts` logits held 32 per lane-round, then top_k
+// rounds of warp argmax (ties -> lower id).
+__global__ void softmax_topk_kernel(const float* logits, std::int64_t tokens, int experts,
+                                    int top_k, float* probs, std::int32_t* ids, float* weights) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (t >= tokens) return;
+  const float* row = logits + t * experts;
+  float mx = -INFINITY;
+  for (int e = lane; e < experts; e += 32) mx = fmaxf(mx, row[e]);
+  for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0.f;
+  for (int e = lane; e < experts; e += 32) sum += __expf(row[e] - mx);
+  for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float inv = 1.0f / sum;
+  for (int e = lane; e < experts; e += 32) probs[t * experts + e] = __expf(row[e] - mx) * inv;
+  __syncwarp();
+  // top-k over the probabilities just written (re-read: lanes own strided experts)
+  float sel_sum = 0.f;
+  float my_sel_p = 0.f;   // lane j holds slot j's probability
+  int my_sel_id = 0;
+  int chosen[32];
+  for (int j = 0; j < top_k; ++j) {
+    float best = -1.f;
+    int best_id = 0x7fffffff;
+    for (int e = lane; e < experts; e += 32) {
+      bool used = false;
+      for (int i = 0; i < j; ++i) used |= (chosen[i] == e);
+      if (used) continue;
+      const float p = probs[t * experts + e];
+      if (p > best || (p == best && e < best_id)) { best = p; best_id = e; }
+    }
+    for (int o = 16; o; o >>= 1) {
+      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, best_id, o);
+      if (ob > best || (ob == best && oi < best_id)) { best = ob; best_id = oi; }
+    }
+    chosen[j] = best_id;
+    sel_sum += best;
+    if (lane == j) { my_sel_p = best; my_sel_id = best_id; }
+  }
+  if (lane < top_k) {
+    ids[t * top_k + lane] = my_sel_id;
+    weights[t * top_k + lane] = my_sel_p / sel_sum;
+  }
+}
+
+__global__ void router_backward_kernel(const std::int32_t* ids, const float* w, const float* dw,
+                                       std::int64_t tokens, int experts, int top_k, float* dl) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= tokens) return;
+  float s = 0.f;
+  for (int j = 0; j < top_k; ++j) s += w[t * top_k + j] * dw[t * top_k + j];
+  for (int e = 0; e < experts; ++e) dl[t * experts + e] = 0.f;
+  for (int j = 0; j < top_k; ++j) {
+    const int e = ids[t * top_k + j];
+    dl[t * experts + e] = w[t * top_k + j] * (dw[t * top_k + j] - s);
+  }
+}
+
+// ---- permutation ----------------------------------------------------------------------
+__global__ void count_kernel(const std::int32_t* ids, std::int64_t n, int experts, std::int32_t* counts) {
+  extern __shared__ std::int32_t hist[];
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) hist[e] = 0;
+  __syncthreads();
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    atomicAdd(&hist[ids[i]], 1);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < experts; e += blockDim.x)
+    if (hist[e]) atomicAdd(&counts[e], hist[e]);
+}
+
+__global__ void scan_kernel(const std::int32_t* counts, int experts, std::int32_t* offsets,
+                            std::int32_t* cursor) {
+  if (threadIdx.x != 0) return;
+  std::int32_t acc = 0;
+  for (int e = 0; e < experts; ++e) {
+    offsets[e] = acc;
+    cursor[e] = acc;
+    acc += counts[e];
+  }
+  offsets[experts] = acc;
+}
+
+__global__ void place_kernel(const std::int32_t* ids, std::int64_t n, std::int32_t* cursor,
+                             std::int32_t* pair_src, std::int32_t* pair_pos) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int32_t pos = atomicAdd(&cursor[ids[i]], 1);
+    pair_src[pos] = static_cast<std::int32_t>(i);
+    pair_pos[i] = pos;
+  }
+}
+
+// ---- row movement -----------------------------------------------------------------------
+// One block per row; 16-byte vectors when the row allows it.
+__global__ void gather_rows_kernel(const bf16_t* src, const std::int32_t* index, int index_div,
+                                   const float* scale, std::int64_t rows, int hidden, bf16_t* dst) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const std::int32_t idx = index[r];
+    const std::int64_t s = idx / index_div;
+    const float sc = scale ? scale[idx] : 1.0f;
+    if ((hidden % 8) == 0 && sc == 1.0f) {
+      const uint4* in = reinterpret_cast<const uint4*>(src + s * hidden);
+      uint4* out = reinterpret_cast<uint4*>(dst + r * hidden);
+      for (int i = threadIdx.x; i < hidden / 8; i += blockDim.x) out[i] = in[i];
+    } else {
+      for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+        st(dst, r * hidden + i, sc * ld(src, s * hidden + i));
+    }
+  }
+}
+
+__global__ void swiglu_fwd_kernel(const bf16_t* g, const bf16_t* u, std::int64_t n, bf16_t* a) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float gv = ld(g, i);
+    st(a, i, gv * sigmoidf(gv) * ld(u, i));
+  }
+}
+
+__global__ void swiglu_bwd_kernel(const bf16_t* g, const bf16_t* u, const bf16_t* da_in,
+                                  std::int64_t rows, int ffn, const std::int32_t* pair_src,
+                                  const float* w_by_src, bf16_t* dg, bf16_t* du, bf16_t* a_out,
+                                  float* dw_out, bool dw_by_row) {
+  __shared__ float red[32];
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float s = w_by_src ? w_by_src[pair_src[r]] : 1.0f;
+    float dot = 0.f;
+    for (int f = threadIdx.x; f < ffn; f += blockDim.x) {
+      const std::int64_t i = r * ffn + f;
+      const float gv = ld(g, i), uv = ld(u, i), d = ld(da_in, i);
+      const float sg = sigmoidf(gv);
+      const float silu = gv * sg;
+      const float a = silu * uv;
+      dot += a * d;
+      const float da = s * d;
+      st(dg, i, da * uv * (sg * (1.0f + gv * (1.0f - sg))));
+      st(du, i, da * silu);
+      st(a_out, i, s * a);
+    }
+    if (dw_out) {
+      for (int o = 16; o; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = dot;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float tot = 0.f;
+        for (unsigned w = 0; w < blockDim.x / 32; ++w) tot += red[w];
+        dw_out[dw_by_row ? r : pair_src[r]] = tot;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+__global__ void scatter_add_kernel(const bf16_t* y, const std::int32_t* pair_src, int top_k,
+                                   const float* w_by_src, std::int64_t rows, int hidden, float* out) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const std::int32_t src = pair_src[r];
+    const float w = w_by_src ? w_by_src[src] : 1.0f;
+    float* o = out + static_cast<std::int64_t>(src / top_k) * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) atomicAdd(o + i, w * ld(y, r * hidden + i));
+  }
+}
+
+__global__ void unpermute_kernel(const bf16_t* y, const std::int32_t* pair_pos, const float* w,
+                                 std::int64_t tokens, int top_k, int hidden, bf16_t* ob, float* of) {
+  for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+      float acc = 0.f;
+      for (int j = 0; j < top_k; ++j) {
+        const std::int64_t src = t * top_k + j;
+        acc += (w ? w[src] : 1.0f) * ld(y, static_cast<std::int64_t>(pair_pos[src]) * hidden + i);
+      }
+      if (ob) st(ob, t * hidden + i, acc);
+      if (of) of[t * hidden + i] = acc;
+    }
+  }
+}
+
+__global__ void pair_dot_kernel(const bf16_t* d_out, const bf16_t* y, const std::int32_t* pair_pos,
+                                std::int64_t pairs, int top_k, int hidden, float* d_w) {
+  __shared__ float red[32];
+  for (std::int64_t src = blockIdx.x; src < pairs; src += gridDim.x) {
+    const std::int64_t t = src / top_k;
+    const std::int64_t p = pair_pos[src];
+    float dot = 0.f;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+      dot += ld(d_out, t * hidden + i) * ld(y, p * hidden + i);
+    for (int o = 16; o; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = dot;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float tot = 0.f;
+      for (unsigned w = 0; w < blockDim.x / 32; ++w) tot += red[w];
+      d_w[src] = tot;
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void f32_to_bf16_kernel(const float* s, std::int64_t n, bf16_t* d) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    st(d, i, s[i]);
+}
+__global__ void bf16_to_f32_kernel(const bf16_t* s, std::int64_t n, float* d) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    d[i] = ld(s, i);
+}
+__global__ void add_into_kernel(const float* s, std::int64_t n, bf16_t* d) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    st(d, i, ld(d, i) + s[i]);
+}
+__global__ void fill_random_kernel(bf16_t* d, std::int64_t n, std::uint64_t seed, float scale) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t z = seed + static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float u01 = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+    st(d, i, scale * (2.0f * u01 - 1.0f));
+  }
+}
+
+__global__ void ptr_table_kernel(const PtrTableArgs args, const void** a, const void** b, void** c) {
+  const int g = static_cast<int>(threadIdx.x + blockIdx.x * blockDim.x);
+  if (g >= args.groups) return;
+  a[g] = args.a[g];
+  b[g] = args.b[g];
+  c[g] = args.c[g];
+}
+
+__global__ void scatter_scalars_kernel(const float* vals, const std::int32_t* pair_src, std::int64_t rows,
+                                       float* dst) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    dst[pair_src[i]] += vals[i];
+}
+
+}  // namespace
+
+cudaError_t softmax_topk(const float* logits, std::int64_t tokens, int experts, int top_k,
+                         float* probs, std::int32_t* topk_ids, float* topk_weights,
+                         cudaStream_t stream) {
+  if (experts > 1024 || top_k > 32 || top_k > experts || top_k < 1) return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const int warps = 8;
+  softmax_topk_kernel<<<grid_for(tokens, warps, 1LL << 30), warps * 32, 0, stream>>>(
+      logits, tokens, experts, top_k, probs, topk_ids, topk_weights);
+  return cudaGetLastError();
+}
+
+cudaError_t router_backward(const std::int32_t* topk_ids, const float* topk_weights,
+                            const float* d_topk_weights, std::int64_t tokens, int experts,
+                            int top_k, float* d_logits, cudaStream_t stream) {
+  if (tokens == 0) return cudaSuccess;
+  router_backward_kernel<<<grid_for(tokens, 128, 1LL << 30), 128, 0, stream>>>(
+      topk_ids, topk_weights, d_topk_weights, tokens, experts, top_k, d_logits);
+  return cudaGetLastError();
+}
+
+cudaError_t permute_pairs(const std::int32_t* topk_ids, std::int64_t tokens, int top_k,
+                          int experts, std::int32_t* counts, std::int32_t* offsets,
+                          std::int32_t* pair_src, std::int32_t* pair_pos,
+                          std::int32_t* scratch, cudaStream_t stream) {
+  const std::int64_t n = tokens * top_k;
+  cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(std::int32_t) * static_cast<std::size_t>(experts), stream);
+  if (e != cudaSuccess) return e;
+  if (n > 0) {
+    count_kernel<<<grid_for(n, 256, 1024), 256, sizeof(std::int32_t) * static_cast<std::size_t>(experts), stream>>>(
+        topk_ids, n, experts, counts);
+  }
+  scan_kernel<<<1, 32, 0, stream>>>(counts, experts, offsets, scratch);
+  if (n > 0) place_kernel<<<grid_for(n, 256, 4096), 256, 0, stream>>>(topk_ids, n, scratch, pair_src, pair_pos);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const bf16_t* src, const std::int32_t* index, int index_div,
+                        const float* scale_by_index, std::int64_t rows, int hidden,
+                        bf16_t* dst, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  gather_rows_kernel<<<grid_for(rows, 1, 1 << 20), 128, 0, stream>>>(src, index, index_div,
+                                                                     scale_by_index, rows, hidden, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu_forward(const bf16_t* g, const bf16_t* u, std::int64_t n, bf16_t* a,
+                           cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  swiglu_fwd_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(g, u, n, a);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu_backward(const bf16_t* g, const bf16_t* u, const bf16_t* da_in,
+                            std::int64_t rows, int ffn, const std::int32_t* pair_src,
+                            const float* weight_by_src, bf16_t* dg, bf16_t* du, bf16_t* a_out,
+                            float* d_weight, bool d_weight_by_row, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  swiglu_bwd_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(
+      g, u, da_in, rows, ffn, pair_src, weight_by_src, dg, du, a_out, d_weight, d_weight_by_row);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_add_rows(const bf16_t* y, const std::int32_t* pair_src, int top_k,
+                             const float* weight_by_src, std::int64_t rows, int hidden,
+                             float* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  scatter_add_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(y, pair_src, top_k, weight_by_src,
+                                                                     rows, hidden, out);
+  return cudaGetLastError();
+}
+
+cudaError_t unpermute_sum(const bf16_t* y, const std::int32_t* pair_pos, const float* weights,
+                          std::int64_t tokens, int top_k, int hidden, bf16_t* out_bf16,
+                          float* out_f32, cudaStream_t stream) {
+  if (tokens == 0) return cudaSuccess;
+  unpermute_kernel<<<grid_for(tokens, 1, 1 << 20), 256, 0, stream>>>(y, pair_pos, weights, tokens, top_k,
+                                                                     hidden, out_bf16, out_f32);
+  return cudaGetLastError();
+}
+
+cudaError_t pair_dot(const bf16_t* d_out, const bf16_t* y, const std::int32_t* pair_pos,
+                     std::int64_t tokens, int top_k, int hidden, float* d_w,
+                     cudaStream_t stream) {
+  const std::int64_t pairs = tokens * top_k;
+  if (pairs == 0) return cudaSuccess;
+  pair_dot_kernel<<<grid_for(pairs, 1, 1 << 20), 256, 0, stream>>>(d_out, y, pair_pos, pairs, top_k, hidden, d_w);
+  return cudaGetLastError();
+}
+
+cudaError_t f32_to_bf16(const float* src, std::int64_t n, bf16_t* dst, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  f32_to_bf16_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(src, n, dst);
+  return cudaGetLastError();
+}
+cudaError_t bf16_to_f32(const bf16_t* src, std::int64_t n, float* dst, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  bf16_to_f32_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(src, n, dst);
+  return cudaGetLastError();
+}
+cudaError_t add_f32_into_bf16(const float* src, std::int64_t n, bf16_t* dst, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  add_into_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(src, n, dst);
+  return cudaGetLastError();
+}
+cudaError_t fill_random_bf16(bf16_t* dst, std::int64_t n, std::uint64_t seed, float scale,
+                             cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  fill_random_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(dst, n, seed, scale);
+  return cudaGetLastError();
+}
+cudaError_t fill_ptr_tables(const PtrTableArgs& args, const void** a, const void** b, void** c,
+                            cudaStream_t stream) {
+  if (args.groups <= 0) return cudaSuccess;
+  if (args.groups > kMaxPtrGroups) return cudaErrorInvalidValue;
+  ptr_table_kernel<<<(args.groups + 127) / 128, 128, 0, stream>>>(args, a, b, c);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_add_scalars(const float* vals, const std::int32_t* pair_src, std::int64_t rows,
+                                float* dst, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  scatter_scalars_kernel<<<grid_for(rows, 256, 4096), 256, 0, stream>>>(vals, pair_src, rows, dst);
+  return cudaGetLastError();
+}
+
+}  // namespace moehub::kernels
