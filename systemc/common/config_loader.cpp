@@ -103,6 +103,28 @@ std::optional<double> parse_real(const std::string& text, bool* out_of_range) {
   return value;
 }
 
+/// Edit distance (insertions, deletions, substitutions) for spelling hints.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Whether `a` looks like a misspelling of `b`.
+bool similar(const std::string& a, const std::string& b) {
+  const std::size_t d = edit_distance(a, b);
+  return d > 0 && d <= 2 && 2 * d <= std::max(a.size(), b.size());
+}
+
 std::string config_root() { return MOEHUB_CONFIG_DIR; }
 
 /// The folder of one kind of shipped config; `kind` must be a plain name.
@@ -221,6 +243,14 @@ void StrictMap::fail(const std::string& key, const std::string& message) const {
 YAML::Node StrictMap::require(const std::string& key) {
   if (std::find(allowed_.begin(), allowed_.end(), key) == allowed_.end()) allowed_.push_back(key);
   if (std::find(present_.begin(), present_.end(), key) == present_.end()) {
+    // Point at a present key that nobody has read yet and that looks like a
+    // misspelling of this one (it is reported as unknown otherwise).
+    for (const std::string& name : present_) {
+      if (std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end() &&
+          similar(name, key)) {
+        fail(key, "missing (every key is required); the map has a similar key '" + name + "'");
+      }
+    }
     fail(key, "missing (every key is required)");
   }
   const YAML::Node& map = node_;
@@ -289,7 +319,14 @@ StrictMap StrictMap::get_map(const std::string& key) {
 void StrictMap::finish() const {
   for (const std::string& name : present_) {
     if (std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
-      fail(name, "unknown key; allowed keys here: " + join(allowed_));
+      std::string hint;
+      for (const std::string& a : allowed_) {
+        if (similar(name, a)) {
+          hint = " (did you mean '" + a + "'?)";
+          break;
+        }
+      }
+      fail(name, "unknown key" + hint + "; allowed keys here: " + join(allowed_));
     }
   }
 }
@@ -435,6 +472,10 @@ std::string resolve_config_path(const std::string& name_or_path, const std::stri
   if (!name_or_path.empty()) {
     const std::string candidate = dir + "/" + name_or_path + ".yaml";
     if (fs::is_regular_file(candidate, ec)) return candidate;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw ConfigError(name_or_path.empty() ? "<empty name>" : name_or_path, "",
+                      "neither a file nor a shipped config: there is no config folder " + dir);
   }
   const std::vector<std::string> names = list_configs(kind);
   throw ConfigError(name_or_path.empty() ? "<empty name>" : name_or_path, "",
