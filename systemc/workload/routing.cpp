@@ -108,6 +108,10 @@ void check_distribution(const ModelConfig& model, const WorkloadConfig& workload
     if (!std::isfinite(s) || s < 0.0)
       fail("workload.imbalance_std = " + fmt(s) + " must be finite and >= 0");
     const double bound = routing_detail::max_load_std(model.num_experts, model.top_k);
+    if (s > 0.0 && bound == 0.0)
+      fail("workload.imbalance_std = " + fmt(s) + " must be 0 when num_experts = " +
+           std::to_string(model.num_experts) + " and top_k = " + std::to_string(model.top_k) +
+           model_where(model) + ": every token uses every expert, the load is always even");
     if (s > 0.0 && s >= bound)
       fail("workload.imbalance_std = " + fmt(s) + " must be in [0, " + fmt(bound) +
            ") for num_experts = " + std::to_string(model.num_experts) + " and top_k = " +

@@ -555,8 +555,8 @@ TEST(Routing, RejectsBadArgumentsNamingTheParameter) {
   expect_invalid(mixtral(), normal_workload(64, INFINITY, 1), 8, "workload.imbalance_std");
   // Mixtral: at most sqrt(1/16 - 1/64) = 0.2165
   expect_invalid(mixtral(), normal_workload(64, 0.3, 1), 8, "workload.imbalance_std = 0.3 must be in [0, 0.216506)");
-  expect_invalid(model_of(8, 8), normal_workload(64, 0.01, 1), 8, "workload.imbalance_std");
-  expect_invalid(model_of(1, 1), normal_workload(64, 0.01, 1), 8, "workload.imbalance_std");
+  expect_invalid(model_of(8, 8), normal_workload(64, 0.01, 1), 8, "workload.imbalance_std = 0.01 must be 0 when");
+  expect_invalid(model_of(1, 1), normal_workload(64, 0.01, 1), 8, "workload.imbalance_std = 0.01 must be 0 when");
   expect_invalid(mixtral(), zipf_workload(64, -1.0, 1), 8, "workload.zipf_s = -1 must be finite and >= 0");
   expect_invalid(mixtral(), zipf_workload(64, std::nan(""), 1), 8, "workload.zipf_s");
   WorkloadConfig bad = normal_workload(64, 0.0, 1);
