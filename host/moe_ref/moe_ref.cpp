@@ -15,7 +15,7 @@
 namespace moehub::ref {
 namespace {
 
-constexpr std::size_t kRowBlock = 32;
+constexpr std::size_t kRowBlock = 64;
 
 std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 
@@ -65,46 +65,59 @@ std::vector<std::vector<Assignment>> group_by_expert(const LayerShape& s,
   return rows;
 }
 
-// c[r][0..n) += sum_i a[r][i] * b[i][0..n) for r < rows  (a: [rows][kdim], b: [kdim][n])
-void gemm_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
-              const double* b, double* c) {
-  for (std::size_t i = 0; i < kdim; ++i) {
-    const double* brow = b + i * n;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double av = a[r * kdim + i];
-      if (av == 0.0) continue;
-      double* crow = c + r * n;
-      for (std::size_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+// c[r][0..n) += sum_i A(r, i) * b[i][0..n) for r < rows, i < kdim, where
+// A(r, i) = a[r * rs + i * cs] (b: [kdim][n], c: [rows][n]).
+// Tiles of 4 rows x kCols columns of c stay in L1 while the whole of kdim is summed
+// into them, each loaded row piece of b serving four rows.
+void gemm_strided_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a, std::size_t rs,
+                      std::size_t cs, const double* b, double* c) {
+  constexpr std::size_t kCols = 64;
+  for (std::size_t j0 = 0; j0 < n; j0 += kCols) {
+    const std::size_t nj = std::min(kCols, n - j0);
+    std::size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      double* c0 = c + r * n + j0;
+      double* c1 = c0 + n;
+      double* c2 = c1 + n;
+      double* c3 = c2 + n;
+      for (std::size_t i = 0; i < kdim; ++i) {
+        const double* ai = a + r * rs + i * cs;
+        const double v0 = ai[0], v1 = ai[rs], v2 = ai[2 * rs], v3 = ai[3 * rs];
+        const double* brow = b + i * n + j0;
+        for (std::size_t j = 0; j < nj; ++j) {
+          const double bv = brow[j];
+          c0[j] += v0 * bv;
+          c1[j] += v1 * bv;
+          c2[j] += v2 * bv;
+          c3[j] += v3 * bv;
+        }
+      }
+    }
+    for (; r < rows; ++r) {
+      double* crow = c + r * n + j0;
+      for (std::size_t i = 0; i < kdim; ++i) {
+        const double av = a[r * rs + i * cs];
+        const double* brow = b + i * n + j0;
+        for (std::size_t j = 0; j < nj; ++j) crow[j] += av * brow[j];
+      }
     }
   }
 }
 
-// c[r][i] = sum_j a[r][j] * b[i][j]  (a: [rows][n], b: [kdim][n], c: [rows][kdim])
-void gemm_bt(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
-             const double* b, double* c) {
-  for (std::size_t i = 0; i < kdim; ++i) {
-    const double* brow = b + i * n;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double* arow = a + r * n;
-      double acc = 0.0;
-      for (std::size_t j = 0; j < n; ++j) acc += arow[j] * brow[j];
-      c[r * kdim + i] = acc;
-    }
-  }
+// c[r][0..n) += sum_i a[r][i] * b[i][0..n)  (a: [rows][kdim], b: [kdim][n], c: [rows][n])
+void gemm_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a, const double* b, double* c) {
+  gemm_strided_acc(rows, kdim, n, a, kdim, 1, b, c);
 }
 
 // c[i][0..n) += sum_r a[r][i] * b[r][0..n)  (a: [rows][kdim], b: [rows][n], c: [kdim][n])
-void gemm_at_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a,
-                 const double* b, double* c) {
-  for (std::size_t i = 0; i < kdim; ++i) {
-    double* crow = c + i * n;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double av = a[r * kdim + i];
-      if (av == 0.0) continue;
-      const double* brow = b + r * n;
-      for (std::size_t j = 0; j < n; ++j) crow[j] += av * brow[j];
-    }
-  }
+void gemm_at_acc(std::size_t rows, std::size_t kdim, std::size_t n, const double* a, const double* b, double* c) {
+  gemm_strided_acc(kdim, rows, n, a, 1, kdim, b, c);
+}
+
+// t[j][i] = m[i][j]  (m: [rows][cols])
+void transpose(std::size_t rows, std::size_t cols, const double* m, double* t) {
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
 }
 
 // Forward of one expert on a block of gathered rows: gate, up, act ([rows][F]).
@@ -209,10 +222,15 @@ ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
   std::vector<double> xb(kRowBlock * H), dy(kRowBlock * H), g(kRowBlock * F),
       u(kRowBlock * F), act(kRowBlock * F), da(kRowBlock * F), dg(kRowBlock * F),
       du(kRowBlock * F), dxb(kRowBlock * H), tmp(kRowBlock * H);
+  std::vector<double> wg_t(F * H), wu_t(F * H), wd_t(H * F);  // transposed weights of one expert
   for (std::size_t e = 0; e < E; ++e) {
     const double* wg = &w.w_gate[e * H * F];
     const double* wu = &w.w_up[e * H * F];
     const double* wd = &w.w_down[e * F * H];
+    if (rows_of[e].empty()) continue;
+    transpose(H, F, wg, wg_t.data());
+    transpose(H, F, wu, wu_t.data());
+    transpose(F, H, wd, wd_t.data());
     double* dwg = &gr.d_w_gate[e * H * F];
     double* dwu = &gr.d_w_up[e * H * F];
     double* dwd = &gr.d_w_down[e * F * H];
@@ -226,7 +244,8 @@ ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
       expert_hidden(nb, H, F, xb.data(), wg, wu, g.data(), u.data(), act.data());
       // d(act) before the gate weight: dy Wd^T; the gate weight's gradient is
       // dot(dy, y) = dot(dy Wd^T, act).
-      gemm_bt(nb, F, H, dy.data(), wd, da.data());
+      std::fill(da.begin(), da.end(), 0.0);
+      gemm_acc(nb, H, F, dy.data(), wd_t.data(), da.data());
       for (std::size_t r = 0; r < nb; ++r) {
         const Assignment& a = rows[r0 + r];
         const std::size_t slot = sz(a.token) * K + sz(a.slot);
@@ -246,11 +265,12 @@ ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
       }
       gemm_at_acc(nb, H, F, xb.data(), dg.data(), dwg);  // dWg += x^T dg
       gemm_at_acc(nb, H, F, xb.data(), du.data(), dwu);  // dWu += x^T du
-      gemm_bt(nb, H, F, dg.data(), wg, dxb.data());      // dx = dg Wg^T + du Wu^T
-      gemm_bt(nb, H, F, du.data(), wu, tmp.data());
+      std::fill(dxb.begin(), dxb.end(), 0.0);            // dx = dg Wg^T + du Wu^T
+      gemm_acc(nb, F, H, dg.data(), wg_t.data(), dxb.data());
+      gemm_acc(nb, F, H, du.data(), wu_t.data(), dxb.data());
       for (std::size_t r = 0; r < nb; ++r) {
         double* dxt = &gr.d_x[sz(rows[r0 + r].token) * H];
-        for (std::size_t h = 0; h < H; ++h) dxt[h] += dxb[r * H + h] + tmp[r * H + h];
+        for (std::size_t h = 0; h < H; ++h) dxt[h] += dxb[r * H + h];
       }
     }
   }
