@@ -87,7 +87,17 @@ int ring_recv_peer(int rank, int n);
 //   d_act            R_r*F*d       d_gate_up       R_r*2F*d    d_expert_input R_r*H*d
 //   d_dispatch_back  R_s*H*d       d_input         T*H*d       d_topk_weights T*k*4
 // Forward keeps received, expert_gate_up, expert_act and combine_buffer for backward
-// (the tensors the standard path saves); see moe_plan.cpp for the phase list.
+// (the tensors the standard path saves); every other buffer is freed once its consumer
+// ran. Phases (live set = input, routing and the saved tensors so far, plus):
+//   fwd permute: permuted_input | dispatch: permuted_input, received | gate/up GEMM,
+//   activation, down GEMM: their inputs and outputs | combine: expert_output,
+//   combine_buffer | unpermute: output.
+//   bwd (output and d_output live throughout): unpermute: d_permuted | combine
+//   (d_out to the experts): d_permuted, d_received | down GEMM: d_received, d_act |
+//   activation: d_act, d_gate_up | gate/up GEMM: d_gate_up, d_expert_input | dispatch
+//   back: d_expert_input, d_dispatch_back | permute back: d_dispatch_back, d_input.
+// The peak is normally "bwd combine": the saved expanded tensors plus the two expanded
+// gradient buffers of the exchange.
 // max_rows_per_local_expert is checked (<= R_r <= E_l * it) but does not change the
 // peak: all local experts run in one grouped GEMM over the R_r rows.
 //
@@ -102,7 +112,17 @@ int ring_recv_peer(int rank, int n);
 //                                                       T*(2H*d + k*8 + H*a + k*4) each (backward)
 //   per hop:      hop_x m*H*d, hop_gate_up m*2F*d, hop_act m*F*d, hop_y m*H*d (forward);
 //                 hop_dy m*H*d, hop_d_act m*F*d, hop_d_gate_up m*2F*d, hop_d_x m*H*d (backward)
-// freed before the next hop.
+// freed before the next hop. Inside a hop each intermediate is freed after its last use:
+//   fwd: gather hop_x | gate/up GEMM: hop_x, hop_gate_up | activation: hop_gate_up,
+//        hop_act | down GEMM: hop_act, hop_y (scattered with the gate weights into the
+//        accumulator)
+//   bwd (recomputation): gather hop_x, hop_dy | recompute hop_gate_up, hop_act |
+//        down GEMM: + hop_d_act (dy Wd^T; d_topk_weights = dot(dy Wd^T, act); dWd) |
+//        activation: hop_x, hop_gate_up, hop_d_act, hop_d_gate_up | gate/up GEMM:
+//        hop_x, hop_d_gate_up, hop_d_x (dWg, dWu; scatter-add into d_input_accum).
+// Expert routing, backward: the weight-gradient GEMMs of a hop accumulate into the
+// partial sums received from the previous rank (wgrad_accum), while the sums of the
+// previous hop leave (wgrad_inflight) together with the next weights.
 struct Buffer { std::string name; std::size_t bytes; };
 struct BufferPlan { std::vector<Buffer> buffers; std::size_t peak_bytes;
                     std::string peak_phase;  ///< the phase at which the peak occurs
