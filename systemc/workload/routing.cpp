@@ -43,9 +43,11 @@ class Rng {
     state_ += kGolden;
     return mix64(state_);
   }
-  /// Uniform in the open interval (0, 1): 53 random bits, centred in their cell.
+  /// Uniform in the open interval (0, 1): 52 random bits, centred in their
+  /// cell, so the result is exact and lies in [2^-53, 1 - 2^-53] (with 53 bits
+  /// the top cell would round to 1.0).
   double uniform_open() {
-    return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53;
+    return (static_cast<double>(next() >> 12) + 0.5) * 0x1.0p-52;
   }
   /// Uniform integer in [0, n), n >= 1.
   std::uint64_t below(std::uint64_t n) {
@@ -445,8 +447,11 @@ std::vector<double> inclusion_probabilities(const std::vector<double>& p, int to
   double k_fact = 1.0;
   for (std::size_t i = 2; i <= k; ++i) k_fact *= static_cast<double>(i);
   const double t_a = std::pow(1e-12 * k_fact, 1.0 / static_cast<double>(k));
-  const double t_b = std::max(40.0 / p_min, 2.0 * t_a);
-  const double y_a = std::log(t_a), y_b = std::log(t_b);
+  // t itself may exceed the double range for tiny p (steep Zipf): work with
+  // y = ln t and p_j t = exp(ln p_j + y)
+  const double y_a = std::log(t_a);
+  const double y_b = std::max(
+      std::log(40.0) - std::log(std::max(p_min, std::numeric_limits<double>::denorm_min())), y_a + 1.0);
   constexpr double kStep = 0.04;  // in ln t; Simpson error well below 1e-7 (tested)
   std::size_t intervals = static_cast<std::size_t>(std::ceil((y_b - y_a) / kStep));
   intervals += intervals % 2;  // Simpson needs an even count
@@ -456,13 +461,16 @@ std::vector<double> inclusion_probabilities(const std::vector<double>& p, int to
   for (std::size_t e = 0; e < n; ++e) pi[e] = -std::expm1(-q[e] * t_a);
 
   // pre[j*k + c] = P(c arrivals among experts < j); suf[j*k + c] = P(c arrivals among experts >= j)
+  std::vector<double> log_q(n), qt(n);
+  for (std::size_t j = 0; j < n; ++j) log_q[j] = std::log(q[j]);
   std::vector<double> pre((n + 1) * k), suf((n + 1) * k), r(n), stay(n);
   for (std::size_t step = 0; step <= intervals; ++step) {
     const double w = (step == 0 || step == intervals) ? 1.0 : (step % 2 ? 4.0 : 2.0);
-    const double t = std::exp(y_a + h * static_cast<double>(step));
+    const double y = y_a + h * static_cast<double>(step);
     for (std::size_t j = 0; j < n; ++j) {
-      stay[j] = std::exp(-q[j] * t);
-      r[j] = -std::expm1(-q[j] * t);
+      qt[j] = std::exp(log_q[j] + y);  // p_j t
+      stay[j] = std::exp(-qt[j]);
+      r[j] = -std::expm1(-qt[j]);
     }
     std::fill(pre.begin(), pre.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
     pre[0] = 1.0;
@@ -489,7 +497,8 @@ std::vector<double> inclusion_probabilities(const std::vector<double>& p, int to
         cum_b += b[c];
         f += a[k - 1 - c] * cum_b;
       }
-      pi[e] += (h / 3.0) * w * q[e] * t * stay[e] * f;
+      // p_e t exp(-p_e t), written so that p_e t = inf gives 0
+      pi[e] += (h / 3.0) * w * std::exp(log_q[e] + y - qt[e]) * f;
     }
   }
   return pi;

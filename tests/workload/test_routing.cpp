@@ -186,6 +186,7 @@ TEST(Routing, IdsAreDistinctInRangeAndWeightsFormADistribution) {
   expect_well_formed(generate_routing(model_of(1, 1), normal_workload(10, 0.0, 3), 2));
   // very steep popularity: the other experts have tiny probabilities and logits far below
   expect_well_formed(generate_routing(model_of(16, 4), zipf_workload(2000, 40.0, 3), 2));
+  expect_well_formed(generate_routing(model_of(16, 4), zipf_workload(2000, 1000.0, 3), 2));
 }
 
 TEST(Routing, TopKEqualToExpertCountPicksEveryExpert) {
@@ -359,7 +360,7 @@ TEST(InclusionProbabilities, ExactCases) {
 TEST(InclusionProbabilities, SumToKForSkewedPopularities) {
   for (const auto& [experts, k, s] : {std::make_tuple(8, 2, 1.0), std::make_tuple(64, 4, 1.5),
                                       std::make_tuple(128, 8, 0.8), std::make_tuple(256, 8, 3.0),
-                                      std::make_tuple(32, 6, 8.0)}) {
+                                      std::make_tuple(32, 6, 8.0), std::make_tuple(16, 4, 1000.0)}) {
     const std::vector<double> p =
         routing_detail::expert_popularity(model_of(experts, k), zipf_workload(1, s, 5));
     const std::vector<double> pi = routing_detail::inclusion_probabilities(p, k);
