@@ -1,6 +1,148 @@
-// moehub-sim: command-line front end of the SystemC multi-GPU MoE simulator.
+// moehub-sim: runs one MoE layer on the SystemC/TLM-2.0 model of a multi-GPU
+// node under one dispatch schedule and reports what happened.
+//
+// Exit status: 0 success, 2 bad input (command line or config), 3 the run's
+// self-checks failed, 1 an internal error.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-int main() {
-  std::puts("moehub-sim: under construction");
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "common/config_loader.hpp"
+#include "platform/simulate.hpp"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitCheckFailed = 3;
+
+// Writes `text` to `path` through a temporary file, so that a reader never
+// sees a partial file.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+    f << text;
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+// Our own main(): it takes precedence over the one in libsystemc (which would
+// print a banner on stdout first); sc_main is only a weak stub then.
+int main(int argc, char** argv) {
+  // keep stdout for our own report
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  CLI::App app{"moehub-sim: one MoE layer on a simulated multi-GPU node (SystemC/TLM-2.0)"};
+  std::string system = "dgx-h800";
+  std::string model = "mixtral-8x7b";
+  std::string schedule = "megatron";
+  std::string out_dir = ".";
+  std::string results_path, timeline_path;
+  std::optional<std::string> granularity;
+  bool no_timeline = false;
+  bool quiet = false;
+  moehub::WorkloadConfig wl;
+  int comm_sms = moehub::ScheduleOptions{}.comm_sms;
+
+  app.add_option("--system", system, "system config: a name under configs/systems or a YAML path")
+      ->capture_default_str();
+  app.add_option("--model", model, "model config: a name under configs/models or a YAML path")
+      ->capture_default_str();
+  app.add_option("--schedule", schedule, "dispatch schedule: megatron or ideal")->capture_default_str();
+  app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
+  app.add_option("--seed", wl.seed, "routing seed")->capture_default_str();
+  app.add_option("--distribution", wl.distribution, "expert popularity: normal or zipf")
+      ->capture_default_str();
+  app.add_option("--imbalance-std", wl.imbalance_std,
+                 "std of per-expert load fractions (normal distribution), >= 0")
+      ->capture_default_str();
+  app.add_option("--zipf-s", wl.zipf_s, "Zipf exponent over expert ranks (zipf distribution), >= 0")
+      ->capture_default_str();
+  app.add_option("--granularity", granularity, "override sim.granularity: packet or row");
+  app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
+  app.add_option("--out-dir", out_dir, "where results.json and timeline.json go")->capture_default_str();
+  app.add_option("--results", results_path, "results JSON path (default OUT_DIR/results.json)");
+  app.add_option("--timeline", timeline_path, "Chrome trace path (default OUT_DIR/timeline.json)");
+  app.add_flag("--no-timeline", no_timeline, "do not write the Chrome trace");
+  app.add_flag("--quiet", quiet, "no table on stdout");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  moehub::RunRequest req;
+  try {
+    req.system = moehub::load_system_config(moehub::resolve_config_path(system, "systems"));
+    req.model = moehub::load_model_config(moehub::resolve_config_path(model, "models"));
+    if (granularity) {
+      if (*granularity != "packet" && *granularity != "row") {
+        throw moehub::ConfigError("<command line>", "--granularity",
+                                  "must be 'packet' or 'row' (got '" + *granularity + "')");
+      }
+      req.system.sim.granularity = *granularity;
+    }
+    if (comm_sms < 1 || comm_sms > req.system.gpu.num_sms) {
+      throw moehub::ConfigError("<command line>", "--comm-sms",
+                                "must be in 1.." + std::to_string(req.system.gpu.num_sms) + " (got " +
+                                    std::to_string(comm_sms) + ")");
+    }
+    bool known = false;
+    for (const auto& n : moehub::schedule_names()) known = known || n == schedule;
+    if (!known) {
+      throw moehub::ConfigError("<command line>", "--schedule",
+                                "must be 'megatron' or 'ideal' (got '" + schedule + "')");
+    }
+    moehub::validate_run(req.system, req.model, wl);
+    if (!std::filesystem::is_directory(out_dir)) {
+      throw moehub::ConfigError("<command line>", "--out-dir", "'" + out_dir + "' is not a directory");
+    }
+  } catch (const moehub::ConfigError& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  req.workload = wl;
+  req.schedule = schedule;
+  req.options.comm_sms = comm_sms;
+  req.timeline = !no_timeline;
+  if (results_path.empty()) results_path = out_dir + "/results.json";
+  if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
+
+  try {
+    const moehub::RunOutput out = moehub::simulate(req);
+    write_file(results_path, out.results.dump(2) + "\n");
+    if (req.timeline) write_file(timeline_path, out.timeline);
+    if (!quiet) {
+      std::cout << moehub::format_table(out.results);
+      std::printf("wall time %.3f s, %llu fabric transactions (%llu NVLink data packets), %.3g packets/s\n",
+                  out.wall_seconds, static_cast<unsigned long long>(out.fabric_transactions),
+                  static_cast<unsigned long long>(out.fabric_packets),
+                  out.wall_seconds > 0 ? static_cast<double>(out.fabric_packets) / out.wall_seconds : 0.0);
+      std::cout << "results: " << results_path;
+      if (req.timeline) std::cout << ", timeline: " << timeline_path;
+      std::cout << "\n";
+    }
+    if (!out.check_errors.empty()) {
+      std::cerr << "moehub-sim: self-checks FAILED:\n";
+      for (const auto& e : out.check_errors) std::cerr << "  " << e << "\n";
+      return kExitCheckFailed;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "moehub-sim: internal error: " << e.what() << "\n";
+    return 1;
+  }
   return 0;
 }

@@ -72,7 +72,10 @@ std::optional<long long> parse_integer(const std::string& text, bool* out_of_ran
   *out_of_range = false;
   const char* first = text.data();
   const char* last = text.data() + text.size();
-  if (first != last && *first == '+') ++first;
+  if (first != last && *first == '+') {
+    ++first;  // from_chars takes no '+'; "+-5" stays an error
+    if (first != last && *first == '-') return std::nullopt;
+  }
   if (first == last || *first == '+') return std::nullopt;
   long long value = 0;
   const auto [ptr, ec] = std::from_chars(first, last, value);
@@ -90,7 +93,10 @@ std::optional<double> parse_real(const std::string& text, bool* out_of_range) {
   *out_of_range = false;
   const char* first = text.data();
   const char* last = text.data() + text.size();
-  if (first != last && *first == '+') ++first;
+  if (first != last && *first == '+') {
+    ++first;  // from_chars takes no '+'; "+-5" stays an error
+    if (first != last && *first == '-') return std::nullopt;
+  }
   if (first == last || *first == '+') return std::nullopt;
   double value = 0;
   const auto [ptr, ec] = std::from_chars(first, last, value, std::chars_format::general);

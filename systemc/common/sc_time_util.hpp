@@ -1,0 +1,19 @@
+// Conversions between SystemC time and moehub ticks (picoseconds). The
+// platform sets SystemC's time resolution to 1 ps before elaboration, so one
+// sc_time unit is one tick.
+#pragma once
+
+#include <systemc>
+
+#include "common/units.hpp"
+
+namespace moehub {
+
+/// Must run before any sc_time is constructed (i.e. before elaboration).
+void set_picosecond_resolution();
+
+inline Tick to_ticks(const sc_core::sc_time& t) { return static_cast<Tick>(t.value()); }
+inline sc_core::sc_time to_sc(Tick t) { return sc_core::sc_time::from_value(t); }
+inline Tick now_ticks() { return to_ticks(sc_core::sc_time_stamp()); }
+
+}  // namespace moehub

@@ -1,0 +1,85 @@
+// A bandwidth/latency server: the contention model used for every shared
+// resource (link direction, crossbar, HBM). A server has a next-free time;
+// a request that arrives at `t` starts at max(t, next_free), occupies the
+// server for bytes / bandwidth and leaves after the server's latency.
+// Busy time is accumulated for utilisation, optionally into time bins for
+// timeline counters.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+
+namespace moehub {
+
+class BandwidthServer {
+ public:
+  BandwidthServer() = default;
+  BandwidthServer(std::string name, double bw_gbps, Tick latency)
+      : name_(std::move(name)), bw_gbps_(bw_gbps), latency_(latency) {}
+
+  /// Earliest time a request arriving at `t` could start.
+  Tick earliest_start(Tick t) const { return std::max(t, next_free_); }
+
+  struct Slot {
+    Tick start;   ///< service begins
+    Tick finish;  ///< server becomes free again
+    Tick done;    ///< request has left the server (finish + latency)
+  };
+
+  /// Serves `bytes` arriving at `t` (no earlier than `not_before`).
+  Slot serve(Tick t, double bytes, Tick not_before = 0) {
+    const Tick start = std::max({t, next_free_, not_before});
+    const Tick service = transfer_ticks(bytes, bw_gbps_);
+    next_free_ = start + service;
+    account(start, service);
+    bytes_ += bytes;
+    ++requests_;
+    return {start, next_free_, next_free_ + latency_};
+  }
+
+  /// Enables utilisation bins of `bin` ticks (0 disables).
+  void set_bin(Tick bin) { bin_ = bin; }
+
+  const std::string& name() const { return name_; }
+  double bw_gbps() const { return bw_gbps_; }
+  Tick latency() const { return latency_; }
+  Tick next_free() const { return next_free_; }
+  Tick busy() const { return busy_; }
+  double bytes() const { return bytes_; }
+  std::uint64_t requests() const { return requests_; }
+  /// Busy ticks per bin (bin i covers [i*bin, (i+1)*bin)).
+  const std::vector<Tick>& bins() const { return bins_; }
+  Tick bin_ticks() const { return bin_; }
+
+ private:
+  void account(Tick start, Tick service) {
+    busy_ += service;
+    if (bin_ == 0 || service == 0) return;
+    Tick t = start;
+    const Tick end = start + service;
+    while (t < end) {
+      const std::size_t i = static_cast<std::size_t>(t / bin_);
+      if (bins_.size() <= i) bins_.resize(i + 1, 0);
+      const Tick bin_end = (static_cast<Tick>(i) + 1) * bin_;
+      const Tick upto = std::min(end, bin_end);
+      bins_[i] += upto - t;
+      t = upto;
+    }
+  }
+
+  std::string name_;
+  double bw_gbps_ = 1;
+  Tick latency_ = 0;
+  Tick next_free_ = 0;
+  Tick busy_ = 0;
+  double bytes_ = 0;
+  std::uint64_t requests_ = 0;
+  Tick bin_ = 0;
+  std::vector<Tick> bins_;
+};
+
+}  // namespace moehub

@@ -1,0 +1,82 @@
+#include "fabric/nvlink_port.hpp"
+
+#include <stdexcept>
+
+#include "common/sc_time_util.hpp"
+
+namespace moehub {
+
+NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg,
+                       double bw_gbps)
+    : sc_core::sc_module(name),
+      in("in"),
+      out("out"),
+      cfg_(cfg),
+      latency_(ns_to_ticks(cfg.gpu_switch_latency_ns)),
+      server_(std::string(this->name()), bw_gbps, latency_),
+      credits_available_(static_cast<std::uint32_t>(cfg.credits_flits)) {
+  in.bind(*this);
+  out.bind(*this);
+}
+
+void NvlinkPort::release_until(Tick t) {
+  while (!pending_.empty() && pending_.top().first <= t) {
+    credits_available_ += pending_.top().second;
+    pending_.pop();
+  }
+}
+
+Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) {
+  Tick start = server_.earliest_start(t);
+  release_until(start);
+  while (credits_available_ < flits) {
+    if (pending_.empty()) {
+      throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
+    }
+    start = std::max(start, pending_.top().first);
+    release_until(start);
+  }
+  return start;
+}
+
+void NvlinkPort::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  auto* ext = gp.get_extension<MoePacketExt>();
+  const Tick now = now_ticks();
+  const Tick arrival = now + to_ticks(delay);
+  const std::uint32_t flits = ext->flits;
+
+  const Tick ready = earliest_start(arrival, flits);
+  if (ready > server_.earliest_start(arrival)) credit_stall_ += ready - server_.earliest_start(arrival);
+  const auto slot = server_.serve(arrival, static_cast<double>(flits) * cfg_.flit_bytes, ready);
+  credits_available_ -= flits;
+  ++packets_;
+  flits_ += flits;
+  if (ext->kind == PacketKind::kWrite) {
+    ++write_packets_;
+    payload_bytes_ += ext->payload_bytes;
+  } else {
+    ++response_packets_;
+  }
+
+  ext->link_start = slot.start;
+  ext->buffer_exit = slot.done;  // a receiver that does not report keeps the arrival time
+  sc_core::sc_time down = to_sc(slot.done - now);
+  out->b_transport(gp, down);
+  // the receiver reported when the packet left its input buffer: credits are
+  // back at the transmitter one link latency later
+  if (flits > 0) pending_.emplace(ext->buffer_exit + latency_, flits);
+  delay = down;
+}
+
+tlm::tlm_sync_enum NvlinkPort::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                               sc_core::sc_time& delay) {
+  b_transport(gp, delay);
+  return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
+                                               sc_core::sc_time&) {
+  return tlm::TLM_COMPLETED;
+}
+
+}  // namespace moehub

@@ -1,0 +1,78 @@
+// One direction of an NVLink connection between a GPU and an NVSwitch chip
+// (all of the GPU's links to that chip bundled into one port).
+//
+// Function: forwards each packet unchanged to the far end.
+// Timing: the transmitter is a bandwidth server over flits (16-byte flits,
+// header flits included); a packet may start only when the receiver has
+// credits for all of its flits; credits come back when the packet leaves the
+// receiver's input buffer, one link latency later. Arrival at the far end is
+// start + serialisation + link latency (store and forward).
+#pragma once
+
+#include <systemc>
+#include <tlm>
+
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/moe_extension.hpp"
+#include "common/server.hpp"
+
+namespace moehub {
+
+class NvlinkPort : public sc_core::sc_module,
+                   public tlm::tlm_fw_transport_if<>,
+                   public tlm::tlm_bw_transport_if<> {
+ public:
+  tlm::tlm_target_socket<> in;      ///< from the transmitting side
+  tlm::tlm_initiator_socket<> out;  ///< to the receiving side
+
+  NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg, double bw_gbps);
+
+  /// Earliest time a packet of `flits` flits, ready at `t`, can start on this
+  /// port (bandwidth and credits). Releases credits that are back by then.
+  Tick earliest_start(Tick t, std::uint32_t flits);
+
+  // tlm_fw_transport_if
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
+                                     sc_core::sc_time&) override;
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
+  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
+  // tlm_bw_transport_if
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
+                                     sc_core::sc_time&) override;
+  void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+
+  const BandwidthServer& server() const { return server_; }
+  BandwidthServer& server() { return server_; }
+  std::uint64_t packets() const { return packets_; }
+  std::uint64_t flits_sent() const { return flits_; }
+  double payload_bytes() const { return payload_bytes_; }
+  std::uint64_t write_packets() const { return write_packets_; }
+  std::uint64_t response_packets() const { return response_packets_; }
+  Tick credit_stall() const { return credit_stall_; }
+
+ private:
+  using Release = std::pair<Tick, std::uint32_t>;  // (time credits are back, flits)
+  void release_until(Tick t);
+
+  NvlinkConfig cfg_;
+  Tick latency_;
+  BandwidthServer server_;
+  std::uint32_t credits_available_;
+  std::priority_queue<Release, std::vector<Release>, std::greater<Release>> pending_;
+  std::uint64_t packets_ = 0;
+  std::uint64_t flits_ = 0;
+  std::uint64_t write_packets_ = 0;
+  std::uint64_t response_packets_ = 0;
+  double payload_bytes_ = 0;
+  Tick credit_stall_ = 0;
+};
+
+}  // namespace moehub

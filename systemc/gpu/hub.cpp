@@ -1,0 +1,190 @@
+#include "gpu/hub.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/sc_time_util.hpp"
+#include "fabric/nvlink_port.hpp"
+
+namespace moehub {
+
+Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink)
+    : sc_core::sc_module(name),
+      hub2nvl("hub2nvl", static_cast<std::size_t>(sys.nvswitch.num_switches)),
+      nvl2hub("nvl2hub", static_cast<std::size_t>(sys.nvswitch.num_switches)),
+      hub2xbar("hub2xbar"),
+      gpu_(gpu),
+      planes_(sys.nvswitch.num_switches),
+      sm_to_hub_(ns_to_ticks(sys.gpu.xbar_latency_ns + sys.gpu.hub_latency_ns)),
+      hub_latency_(ns_to_ticks(sys.gpu.hub_latency_ns)),
+      quantum_(ns_to_ticks(sys.sim.sync_quantum_ns)),
+      ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
+      sink_(sink) {
+  for (auto& s : hub2nvl) s.bind(*this);
+  for (auto& s : nvl2hub) s.bind(*this);
+  hub2xbar.bind(*this);
+  ext_ = new MoePacketExt;
+  gp_.set_extension(ext_);
+  gp_.set_streaming_width(0);
+  SC_THREAD(egress_thread);
+}
+
+void Hub::wake(Tick t) {
+  if (t < wake_at_) {
+    wake_at_ = t;
+    work_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void Hub::start_stream(int phase, StoreStream* stream) {
+  streams_.push_back({phase, stream});
+  wake(now_ticks());
+}
+
+void Hub::enable_peer(int phase, std::int32_t dst, Tick t) {
+  for (auto& s : streams_) {
+    if (s.phase == phase) s.stream->enable(dst, t);
+  }
+  wake(t);
+}
+
+Hub::Candidate Hub::pick() {
+  Candidate best;
+  // data: the stream whose next store reaches the hub first
+  Tick best_ready = kTickMax;
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    StoreStream* s = streams_[i].stream;
+    if (!s->has_head()) continue;
+    const Tick ready = s->head().issue + sm_to_hub_;
+    if (ready < best_ready) {
+      best_ready = ready;
+      best.stream = i;
+    }
+  }
+  if (best_ready != kTickMax) {
+    const auto plane = static_cast<std::int32_t>(data_seq_ % static_cast<std::uint64_t>(planes_));
+    const auto& head = streams_[best.stream].stream->head();
+    best.valid = true;
+    best.plane = plane;
+    best.ready = best_ready;
+    best.start = ports_[static_cast<std::size_t>(plane)]->earliest_start(best_ready, head.flits);
+  }
+  if (!responses_q_.empty()) {
+    const Response& r = responses_q_.top();
+    const Tick start = ports_[static_cast<std::size_t>(r.plane)]->earliest_start(r.ready, ack_flits_ * r.packets);
+    if (!best.valid || start <= best.start) {
+      best.valid = true;
+      best.response = true;
+      best.plane = r.plane;
+      best.ready = r.ready;
+      best.start = start;
+    }
+  }
+  return best;
+}
+
+void Hub::egress_thread() {
+  if (ports_.size() != static_cast<std::size_t>(planes_)) {
+    throw std::logic_error(std::string(name()) + ": egress ports not set");
+  }
+  for (;;) {
+    const Candidate c = pick();
+    const Tick now = now_ticks();
+    if (!c.valid) {
+      wake_at_ = kTickMax;
+      sc_core::wait(work_ev_);
+      continue;
+    }
+    if (c.start > now + quantum_) {
+      wake_at_ = c.start;
+      sc_core::wait(to_sc(c.start - now), work_ev_);
+      continue;
+    }
+    wake_at_ = now;
+    transmit(c);
+  }
+}
+
+void Hub::transmit(const Candidate& c) {
+  const Tick now = now_ticks();
+  ext_->plane = c.plane;
+  ext_->link_start = 0;
+  ext_->buffer_exit = 0;
+  ext_->delivered_at = 0;
+  if (c.response) {
+    const Response r = responses_q_.top();
+    responses_q_.pop();
+    ext_->kind = PacketKind::kResponse;
+    ext_->src_gpu = gpu_;
+    ext_->dst_gpu = r.producer;
+    ext_->phase = r.phase;
+    ext_->row_id = r.row_id;
+    ext_->row_offset = 0;
+    ext_->payload_bytes = 0;
+    ext_->packets = r.packets;
+    ext_->flits = ack_flits_ * r.packets;
+    gp_.set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
+    gp_.set_data_length(0);
+    ++responses_;
+  } else {
+    auto& as = streams_[c.stream];
+    const StorePacket p = as.stream->head();
+    as.stream->pop();
+    ext_->kind = PacketKind::kWrite;
+    ext_->src_gpu = gpu_;
+    ext_->dst_gpu = p.dst;
+    ext_->phase = as.phase;
+    ext_->row_id = p.row_id;
+    ext_->row_offset = p.row_offset;
+    ext_->payload_bytes = p.bytes;
+    ext_->packets = p.packets;
+    ext_->flits = p.flits;
+    gp_.set_command(tlm::TLM_WRITE_COMMAND);
+    gp_.set_data_length(p.bytes);
+    ++data_seq_;
+    data_packets_ += p.packets;
+    if (as.stream->finished()) streams_.erase(streams_.begin() + static_cast<std::ptrdiff_t>(c.stream));
+  }
+  gp_.set_address(0);
+  gp_.set_data_ptr(nullptr);
+  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  ++transactions_;
+  sc_core::sc_time delay = to_sc(std::max(c.ready, now) - now);
+  hub2nvl[static_cast<std::size_t>(c.plane)]->b_transport(gp_, delay);
+}
+
+void Hub::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  auto* ext = gp.get_extension<MoePacketExt>();
+  const Tick now = now_ticks();
+  const Tick exit = now + to_ticks(delay) + hub_latency_;
+  ext->buffer_exit = exit;
+  if (ext->kind == PacketKind::kWrite) {
+    if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted write");
+    sc_core::sc_time d = to_sc(exit - now);
+    hub2xbar->b_transport(gp, d);
+    const Tick delivered = now + to_ticks(d);
+    ext->delivered_at = delivered;
+    sink_->on_delivered(*ext, delivered);
+    responses_q_.push(Response{exit, response_seq_++, ext->src_gpu, ext->plane, ext->phase,
+                               ext->row_id, ext->packets});
+    wake(exit);
+    delay = d;
+  } else {
+    sink_->on_acknowledged(*ext, exit);
+    delay = to_sc(exit - now);
+  }
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+tlm::tlm_sync_enum Hub::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                        sc_core::sc_time& delay) {
+  b_transport(gp, delay);
+  return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
+                                        sc_core::sc_time&) {
+  return tlm::TLM_COMPLETED;
+}
+
+}  // namespace moehub

@@ -1,0 +1,83 @@
+#include "gpu/store_stream.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace moehub {
+
+StoreStream::StoreStream(std::vector<RowBatch> batches, std::uint32_t row_bytes, PacketFormat fmt,
+                         bool row_granularity, double issue_gbps, Tick start)
+    : row_bytes_(row_bytes),
+      fmt_(fmt),
+      row_granularity_(row_granularity),
+      issue_gbps_(issue_gbps),
+      clock_(start) {
+  if (row_bytes == 0) throw std::invalid_argument("StoreStream: row_bytes must be > 0");
+  for (const auto& b : batches) {
+    if (b.count <= 0) continue;
+    cursors_.push_back(Cursor{b, 0, 0, kTickMax});
+  }
+  remaining_batches_ = cursors_.size();
+}
+
+void StoreStream::enable(std::int32_t dst, Tick t) {
+  for (std::size_t i = 0; i < cursors_.size(); ++i) {
+    auto& c = cursors_[i];
+    if (c.batch.dst == dst && c.enabled_at == kTickMax) {
+      c.enabled_at = t;
+      active_.push_back(i);
+      head_valid_ = false;
+    }
+  }
+}
+
+std::uint64_t StoreStream::total_packets() const {
+  std::uint64_t n = 0;
+  for (const auto& c : cursors_) n += static_cast<std::uint64_t>(c.batch.count) * fmt_.packets_per_row(row_bytes_);
+  return n;
+}
+
+void StoreStream::fill_head() {
+  if (rr_ >= active_.size()) rr_ = 0;
+  const Cursor& c = cursors_[active_[rr_]];
+  head_.dst = c.batch.dst;
+  head_.row_id = c.batch.rows[c.row];
+  head_.row_offset = c.offset;
+  if (row_granularity_) {
+    head_.bytes = row_bytes_;
+    head_.packets = fmt_.packets_per_row(row_bytes_);
+    head_.flits = static_cast<std::uint32_t>(fmt_.row_flits(row_bytes_));
+  } else {
+    head_.bytes = std::min(fmt_.max_payload_bytes, row_bytes_ - c.offset);
+    head_.packets = 1;
+    head_.flits = fmt_.packet_flits(head_.bytes);
+  }
+  const Tick begin = std::max(clock_, c.enabled_at);
+  head_.issue = begin + transfer_ticks(head_.bytes, issue_gbps_);
+  head_valid_ = true;
+}
+
+const StorePacket& StoreStream::head() {
+  if (!head_valid_) fill_head();
+  return head_;
+}
+
+void StoreStream::pop() {
+  if (!head_valid_) fill_head();
+  clock_ = head_.issue;
+  Cursor& c = cursors_[active_[rr_]];
+  c.offset += head_.bytes;
+  if (c.offset >= row_bytes_) {
+    c.offset = 0;
+    ++c.row;
+  }
+  if (c.row >= c.batch.count) {
+    active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(rr_));
+    --remaining_batches_;
+  } else {
+    ++rr_;
+  }
+  head_valid_ = false;
+}
+
+}  // namespace moehub

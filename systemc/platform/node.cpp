@@ -1,0 +1,144 @@
+#include "platform/node.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "common/sc_time_util.hpp"
+
+namespace moehub {
+
+
+Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const ModelConfig& model,
+           const Schedule& schedule)
+    : sc_core::sc_module(name), sys_(sys), model_(model), schedule_(schedule) {
+  const int G = sys.num_gpus;
+  const int P = sys.nvswitch.num_switches;
+  const double port_bw = sys.nvlink.bw_gbps_per_direction_per_gpu / P;
+  const Tick bin = us_to_ticks(sys.sim.timeline_bin_us);
+  collectives_ = std::make_unique<Collectives>(schedule, G, PacketFormat::from(sys.nvlink),
+                                               sys.sim.granularity == "row");
+
+  for (int p = 0; p < P; ++p) {
+    switches_.push_back(std::make_unique<NvSwitch>(("sw" + std::to_string(p)).c_str(), G, sys.nvswitch));
+  }
+  std::vector<Hub*> hub_ptrs;
+  std::vector<SmArray*> sm_ptrs;
+  for (int g = 0; g < G; ++g) {
+    const std::string gs = "gpu" + std::to_string(g);
+    hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, collectives_.get()));
+    sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get()));
+    xbar_.push_back(std::make_unique<ServerTarget>((gs + "_xbar").c_str(), 1, sys.gpu.xbar_bw_gbps,
+                                                   sys.gpu.xbar_latency_ns, true));
+    hbm_.push_back(std::make_unique<ServerTarget>((gs + "_hbm").c_str(), 2,
+                                                  sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
+                                                  sys.gpu.hbm_latency_ns, false));
+    hubs_.back()->hub2xbar.bind(xbar_.back()->in[0]);
+    xbar_.back()->out().bind(hbm_.back()->in[0]);
+    sms_.back()->sm2hbm.bind(hbm_.back()->in[1]);
+    hub_ptrs.push_back(hubs_.back().get());
+    sm_ptrs.push_back(sms_.back().get());
+  }
+  for (int g = 0; g < G; ++g) {
+    std::vector<NvlinkPort*> egress;
+    for (int p = 0; p < P; ++p) {
+      const std::string u = "gpu" + std::to_string(g) + "_to_sw" + std::to_string(p);
+      const std::string d = "sw" + std::to_string(p) + "_to_gpu" + std::to_string(g);
+      up_.push_back(std::make_unique<NvlinkPort>(u.c_str(), sys.nvlink, port_bw));
+      down_.push_back(std::make_unique<NvlinkPort>(d.c_str(), sys.nvlink, port_bw));
+      NvlinkPort& up = *up_.back();
+      NvlinkPort& down = *down_.back();
+      up.server().set_bin(bin);
+      down.server().set_bin(bin);
+      hubs_[static_cast<std::size_t>(g)]->hub2nvl[static_cast<std::size_t>(p)].bind(up.in);
+      up.out.bind(switches_[static_cast<std::size_t>(p)]->in[static_cast<std::size_t>(g)]);
+      switches_[static_cast<std::size_t>(p)]->out[static_cast<std::size_t>(g)].bind(down.in);
+      down.out.bind(hubs_[static_cast<std::size_t>(g)]->nvl2hub[static_cast<std::size_t>(p)]);
+      egress.push_back(&up);
+    }
+    hubs_[static_cast<std::size_t>(g)]->set_egress_ports(std::move(egress));
+  }
+  collectives_->attach(hub_ptrs, sm_ptrs);
+
+  records_.resize(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) {
+    sc_core::sc_spawn(std::bind(&Node::gpu_thread, this, g), ("gpu" + std::to_string(g) + "_stream").c_str());
+  }
+}
+
+Node::~Node() = default;
+
+std::uint64_t Node::fabric_transactions() const {
+  std::uint64_t n = 0;
+  for (const auto& h : hubs_) n += h->transactions_sent();
+  return n;
+}
+
+void Node::gpu_thread(int g) {
+  const auto gi = static_cast<std::size_t>(g);
+  const auto& ops = schedule_.ops[gi];
+  GpuRecord& rec = records_[gi];
+  SmArray& sm = *sms_[gi];
+  const Tick launch = us_to_ticks(sys_.host.kernel_launch_us);
+  const Tick setup = us_to_ticks(sys_.host.collective_setup_us);
+  const Tick sync = us_to_ticks(sys_.host.stream_sync_us);
+  Tick host = now_ticks();  // the host's own clock: how far it has issued work
+  std::string gap_phase = "launch_overhead";
+
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kHostSync) {
+      const Tick from = std::max(host, now_ticks());
+      host = from + sync;
+      rec.host.push_back({op.name, op.phase, "host_sync", from, host, 0, 0});
+      gap_phase = op.phase;
+      continue;
+    }
+    if (op.launch) host += launch;
+    if (op.collective_setup) host += setup;
+    const Tick now = now_ticks();
+    if (host > now) {
+      rec.stream.push_back({"host", gap_phase, "launch_gap", now, host, 0, 0});
+      sc_core::wait(to_sc(host - now));
+    }
+    gap_phase = "launch_overhead";
+    OpRecord r{op.name, op.phase, "", now_ticks(), 0, 0, 0};
+    switch (op.kind) {
+      case OpKind::kGemm: {
+        const KernelCost c = sm.gemm(op.gemms);
+        r.kind = "gemm";
+        r.flops = c.flops;
+        r.bytes = c.hbm_bytes;
+        sc_core::wait(to_sc(c.duration));
+        break;
+      }
+      case OpKind::kMemory: {
+        r.kind = "memory";
+        r.bytes = op.bytes;
+        const Tick done = sm.memory_kernel(op.bytes, true);
+        sc_core::wait(to_sc(done - now_ticks()));
+        break;
+      }
+      case OpKind::kAllToAll: {
+        r.kind = "all_to_all";
+        const AllToAll& a = schedule_.collectives[static_cast<std::size_t>(op.collective)];
+        const double local = static_cast<double>(a.rows[gi][gi].size()) * a.row_bytes;
+        const Tick local_done = local > 0 ? sm.memory_kernel(2 * local, true) : now_ticks();
+        double sent = 0;
+        for (std::size_t d = 0; d < a.rows[gi].size(); ++d) {
+          if (d != gi) sent += static_cast<double>(a.rows[gi][d].size()) * a.row_bytes;
+        }
+        r.bytes = sent;
+        collectives_->join(op.collective, g, local_done);
+        sc_core::wait(collectives_->done_event(op.collective, g));
+        break;
+      }
+      case OpKind::kHostSync:
+        break;
+    }
+    r.end = now_ticks();
+    rec.stream.push_back(r);
+  }
+  rec.end = now_ticks();
+  rec.finished = true;
+}
+
+}  // namespace moehub

@@ -1,0 +1,86 @@
+// A multi-GPU node assembled from a system config, running one schedule.
+//
+// Per GPU: SM array, hub, crossbar port and HBM; per GPU and NVSwitch chip one
+// NVLink port in each direction; the NVSwitch chips. Wiring (initiator ->
+// target): sm2hbm, hub2nvl[p] -> gpu{g}->sw{p} -> sw{p}.gpu2sw[g],
+// sw{p}.sw2gpu[d] -> sw{p}->gpu{d} -> hub{d}.nvl2hub[p], hub2xbar -> xbar ->
+// xbar2hbm -> hbm.
+//
+// Each GPU runs its op list on one SystemC thread (its stream), with the host
+// side modelled as a clock that launches kernels ahead of the stream and
+// stalls on synchronisations.
+#pragma once
+
+#ifndef SC_INCLUDE_DYNAMIC_PROCESSES
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#endif
+#include <systemc>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "fabric/nvlink_port.hpp"
+#include "fabric/nvswitch.hpp"
+#include "gpu/hub.hpp"
+#include "gpu/memory_target.hpp"
+#include "gpu/sm_array.hpp"
+#include "platform/collectives.hpp"
+#include "workload/schedule.hpp"
+
+namespace moehub {
+
+/// One interval on a GPU's stream or host timeline.
+struct OpRecord {
+  std::string name;
+  std::string phase;
+  std::string kind;  ///< "gemm", "memory", "all_to_all", "host_sync", "launch_gap"
+  Tick start = 0;
+  Tick end = 0;
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct GpuRecord {
+  std::vector<OpRecord> stream;  ///< kernels and collectives, in order
+  std::vector<OpRecord> host;    ///< synchronisations on the host
+  Tick end = 0;                  ///< when the last op finished
+  bool finished = false;         ///< the whole op list ran
+};
+
+class Node : public sc_core::sc_module {
+ public:
+  Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const ModelConfig& model,
+       const Schedule& schedule);
+  ~Node() override;
+
+  const std::vector<GpuRecord>& records() const { return records_; }
+  const Collectives& collectives() const { return *collectives_; }
+  int num_gpus() const { return sys_.num_gpus; }
+  int planes() const { return sys_.nvswitch.num_switches; }
+  /// GPU -> switch port of GPU g on plane p, and switch -> GPU.
+  const NvlinkPort& uplink(int g, int p) const { return *up_[static_cast<std::size_t>(g * planes() + p)]; }
+  const NvlinkPort& downlink(int g, int p) const { return *down_[static_cast<std::size_t>(g * planes() + p)]; }
+  const Hub& hub(int g) const { return *hubs_[static_cast<std::size_t>(g)]; }
+  const ServerTarget& hbm(int g) const { return *hbm_[static_cast<std::size_t>(g)]; }
+  std::uint64_t fabric_transactions() const;
+
+ private:
+  void gpu_thread(int g);
+
+  SystemConfig sys_;
+  ModelConfig model_;
+  const Schedule& schedule_;
+  std::vector<std::unique_ptr<Hub>> hubs_;
+  std::vector<std::unique_ptr<SmArray>> sms_;
+  std::vector<std::unique_ptr<ServerTarget>> xbar_;
+  std::vector<std::unique_ptr<ServerTarget>> hbm_;
+  std::vector<std::unique_ptr<NvSwitch>> switches_;
+  std::vector<std::unique_ptr<NvlinkPort>> up_;
+  std::vector<std::unique_ptr<NvlinkPort>> down_;
+  std::unique_ptr<Collectives> collectives_;
+  std::vector<GpuRecord> records_;
+};
+
+}  // namespace moehub

@@ -1,0 +1,42 @@
+// One simulation run: routing, schedule, node, SystemC run, self-checks and
+// the outputs (results JSON, Chrome-trace timeline, summary table).
+//
+// SystemC elaborates once per process, so simulate() may be called once per
+// process (tests run each case in its own process through CTest).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "workload/schedule.hpp"
+
+namespace moehub {
+
+struct RunRequest {
+  SystemConfig system;
+  ModelConfig model;
+  WorkloadConfig workload;
+  std::string schedule = "megatron";
+  ScheduleOptions options;
+  bool timeline = true;  ///< build the Chrome trace
+};
+
+struct RunOutput {
+  nlohmann::ordered_json results;      ///< deterministic for equal requests
+  std::string timeline;                ///< Chrome trace JSON (empty unless requested)
+  std::vector<std::string> check_errors;  ///< self-check violations (empty = pass)
+  double wall_seconds = 0;             ///< host time of the SystemC run
+  std::uint64_t fabric_transactions = 0;  ///< TLM transactions through the NVLink fabric
+  std::uint64_t fabric_packets = 0;       ///< NVLink data packets they stand for
+};
+
+/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
+RunOutput simulate(const RunRequest& req);
+
+/// Human-readable summary of a results object.
+std::string format_table(const nlohmann::ordered_json& results);
+
+}  // namespace moehub

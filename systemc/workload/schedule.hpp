@@ -1,0 +1,79 @@
+// A dispatch scheme's schedule: for every GPU, the ordered list of operations
+// one MoE layer executes on that GPU's stream, with their host-side costs made
+// explicit. Plain C++ (no SystemC): the platform executes a Schedule on the
+// modelled hardware; one file per scheme builds it (megatron.cpp, ideal.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/gemm_shape.hpp"
+#include "workload/routing.hpp"
+
+namespace moehub {
+
+/// Software parameters of a schedule (they belong to the library being
+/// modelled, not to the hardware).
+struct ScheduleOptions {
+  /// SMs an all-to-all kernel occupies to issue its stores. Assumption: NCCL
+  /// runs an all-to-all on its channels, one thread block (SM) each; 24 is
+  /// in the range NCCL uses on 8-GPU NVSwitch nodes. At 64 B/cycle per SM this
+  /// issues far faster than the links drain, so the figure matters little.
+  int comm_sms = 24;
+};
+
+enum class OpKind {
+  kGemm,       ///< grouped GEMM on the tensor cores (thread-block engine)
+  kMemory,     ///< streaming kernel bounded by HBM bandwidth
+  kAllToAll,   ///< collective: remote stores through hub, NVLink, NVSwitch
+  kHostSync,   ///< host waits for the stream (device-to-host copy + synchronise)
+};
+
+struct Op {
+  OpKind kind = OpKind::kMemory;
+  std::string name;      ///< e.g. "expert_gemm1"
+  std::string phase;     ///< breakdown category, e.g. "expert_compute"
+  bool launch = true;    ///< the host launches it (costs host.kernel_launch_us)
+  bool collective_setup = false;  ///< plus host.collective_setup_us
+  std::vector<GemmShape> gemms;   ///< kGemm: one shape per group
+  double bytes = 0;               ///< kMemory: bytes read + written
+  int collective = -1;            ///< kAllToAll: index into Schedule::collectives
+};
+
+/// One all-to-all: which rows go from every GPU to every other.
+struct AllToAll {
+  std::string name;
+  std::uint32_t row_bytes = 0;
+  int sms = 1;
+  /// rows[src][dst]: global ids of the rows src sends to dst (src == dst:
+  /// copied locally). Ids are unique within the collective.
+  std::vector<std::vector<std::vector<std::int64_t>>> rows;
+  /// GPU each row id must arrive at (index = row id).
+  std::vector<std::int32_t> expected_dst;
+};
+
+struct Schedule {
+  std::string name;
+  std::vector<std::vector<Op>> ops;  ///< per GPU
+  std::vector<AllToAll> collectives;
+};
+
+/// Megatron-style non-overlapped expert parallelism (routing, permute, count
+/// exchange with host synchronisation, all-to-all dispatch, grouped GEMM with
+/// activation, all-to-all combine, unpermute with the weighted sum).
+Schedule build_megatron(const ModelConfig& model, const Routing& routing,
+                        const ExpertPlacement& placement, const ScheduleOptions& opt);
+/// The ideal layer: local routing, local expert compute, local scaling, no
+/// communication and no software overhead beyond kernel launches.
+Schedule build_ideal(const ModelConfig& model, const Routing& routing,
+                     const ExpertPlacement& placement, const ScheduleOptions& opt);
+
+/// Names accepted by build_schedule.
+std::vector<std::string> schedule_names();
+/// Builds the named schedule; throws std::invalid_argument for an unknown name.
+Schedule build_schedule(const std::string& name, const ModelConfig& model, const Routing& routing,
+                        const ExpertPlacement& placement, const ScheduleOptions& opt);
+
+}  // namespace moehub
