@@ -516,6 +516,15 @@ TEST_F(ConfigFiles, WrongTypes) {
   EXPECT_EQ(system_error(write_yaml("exp.yaml", doc), "gpu.num_sms").message(),
             "expected an integer (got 1e2)");
 
+  doc["gpu"]["num_sms"] = "+-132";
+  EXPECT_EQ(system_error(write_yaml("signs.yaml", doc), "gpu.num_sms").message(),
+            "expected an integer (got +-132)");
+  doc["gpu"]["num_sms"] = "+132";  // an explicit plus sign is fine
+  EXPECT_EQ(load_system_config(write_yaml("plus.yaml", doc)).gpu.num_sms, 132);
+  doc = system_doc();
+  doc["gpu"]["hbm_bw_gbps"] = "1e3";  // exponents are fine for numbers
+  EXPECT_EQ(load_system_config(write_yaml("exp-ok.yaml", doc)).gpu.hbm_bw_gbps, 1000);
+
   // an integer beyond int
   doc = system_doc();
   doc["gpu"]["num_sms"] = "99999999999";
