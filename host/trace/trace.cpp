@@ -3,6 +3,7 @@
 #include "trace.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -207,17 +208,17 @@ long long parse_int(const std::string& s, const std::string& file, std::size_t l
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || s.front() == ' ')
+  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || std::isspace(static_cast<unsigned char>(s.front())))
     throw TraceError(file, "line " + std::to_string(line) + ": field '" + field + "' = '" + s +
                                "' is not an integer");
   return v;
 }
 
 double parse_double(const std::string& s, const std::string& file, std::size_t line, const char* field) {
-  errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || s.front() == ' ' || !std::isfinite(v))
+  const double v = std::strtod(s.c_str(), &end);  // subnormals are accepted; overflow gives inf
+  if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s.front())) ||
+      !std::isfinite(v))
     throw TraceError(file, "line " + std::to_string(line) + ": field '" + field + "' = '" + s +
                                "' is not a finite number");
   return v;
