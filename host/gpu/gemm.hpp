@@ -1,0 +1,61 @@
+// Grouped bf16 GEMMs (fp32 accumulation) for the expert layers, row-major:
+//   C[M][N] = op(A)[M][K] * op(B)[K][N] (+ beta * C)
+// op(A) is A ([M][K]) or A^T (A stored [K][M]); op(B) likewise. C is bf16 or fp32.
+// Three implementations of one group list, chosen per call:
+//   kLoop    one cublasGemmEx per group on the caller's stream
+//   kStreams one cublasGemmEx per group, round-robin over side streams (fork/join by events)
+//   kGrouped one cublasGemmGroupedBatchedEx call (pointer tables filled on the device)
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moehub::gpu {
+
+enum class GemmImpl { kLoop, kStreams, kGrouped };
+const char* to_string(GemmImpl);
+GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped"; throws std::invalid_argument
+
+struct GemmGroup {
+  const void* a;
+  const void* b;
+  void* c;
+  std::int64_t m, n, k;
+};
+
+struct GemmCall {
+  bool trans_a = false, trans_b = false;
+  bool c_fp32 = false;
+  float beta = 0.f;
+  std::vector<GemmGroup> groups;
+};
+
+class GemmRunner {
+ public:
+  GemmRunner(cudaStream_t stream, int side_streams = 4);
+  ~GemmRunner();
+  GemmRunner(const GemmRunner&) = delete;
+  GemmRunner& operator=(const GemmRunner&) = delete;
+
+  void run(const GemmCall&, GemmImpl impl);
+  cudaStream_t stream() const { return stream_; }
+  /// True when the last kGrouped call fell back to kLoop (cuBLAS refused the types).
+  bool grouped_fallback() const { return grouped_fallback_; }
+
+ private:
+  void one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g);
+  cudaStream_t stream_;
+  cublasHandle_t handle_{};
+  std::vector<cudaStream_t> side_;
+  std::vector<cublasHandle_t> side_handles_;
+  std::vector<cudaEvent_t> side_events_;
+  cudaEvent_t fork_{};
+  void* tables_ = nullptr;  // device: 3 pointer tables
+  bool grouped_fallback_ = false;
+};
+
+}  // namespace moehub::gpu

@@ -1,0 +1,775 @@
+// The MoE layer's schedules. See layer.hpp for layouts, and docs/gpu.md for the design
+// (buffers, streams, events) of each schedule.
+#include "layer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+
+#include "cuda_check.hpp"
+#include "expert_ops.hpp"
+
+namespace moehub::gpu {
+
+namespace k = moehub::kernels;
+
+void validate(const LayerConfig& c) {
+  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
+  if (c.tokens < 1 || c.tokens > (1LL << 24)) bad("tokens per rank must be in [1, 16777216]");
+  if (c.hidden < 8 || c.hidden > 65536 || c.hidden % 8) bad("hidden must be a multiple of 8 in [8, 65536]");
+  if (c.ffn < 8 || c.ffn > 65536 || c.ffn % 8) bad("ffn must be a multiple of 8 in [8, 65536]");
+  if (c.experts < 1 || c.experts > 1024) bad("experts must be in [1, 1024]");
+  if (c.top_k < 1 || c.top_k > 32 || c.top_k > c.experts) bad("top_k must be in [1, min(32, experts)]");
+  if (c.ep < 1 || c.ep > 1024 || c.experts % c.ep) bad("ep must be in [1, 1024] and divide experts");
+  if (c.tokens * c.top_k > INT32_MAX / 2) bad("tokens * top_k must stay below 2^30");
+}
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::kA2A: return "a2a";
+    case Schedule::kRingExpert: return "ring-expert";
+    case Schedule::kRingToken: return "ring-token";
+  }
+  return "?";
+}
+Schedule parse_schedule(const std::string& s) {
+  if (s == "a2a") return Schedule::kA2A;
+  if (s == "ring-expert") return Schedule::kRingExpert;
+  if (s == "ring-token") return Schedule::kRingToken;
+  throw std::invalid_argument("schedule must be one of a2a, ring-expert, ring-token (got '" + s + "')");
+}
+
+Rank::Rank(int r, int device) : rank(r) {
+  MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+  mem = std::make_unique<RankAllocator>(device, comp);
+  gemm = std::make_unique<GemmRunner>(comp);
+  MOEHUB_CUDA_CHECK(cudaEventCreate(&t0));
+}
+Rank::~Rank() {
+  cudaStreamSynchronize(comp);
+  cudaStreamSynchronize(copy);
+  gemm.reset();
+  mem.reset();
+  for (auto e : event_pool) cudaEventDestroy(e);
+  cudaEventDestroy(t0);
+  cudaStreamDestroy(comp);
+  cudaStreamDestroy(copy);
+}
+cudaEvent_t Rank::ev() {
+  if (events_used == event_pool.size()) {
+    cudaEvent_t e;
+    MOEHUB_CUDA_CHECK(cudaEventCreate(&e));
+    event_pool.push_back(e);
+  }
+  return event_pool[events_used++];
+}
+
+MoeLayer::MoeLayer(const LayerConfig& c, Transport& t, GemmImpl impl) : cfg_(c), tr_(t), impl_(impl) {
+  validate(c);
+  if (t.size() != c.ep) throw std::invalid_argument("ep must equal the transport's rank count");
+  for (int r : t.local_ranks()) {
+    MOEHUB_CUDA_CHECK(cudaSetDevice(t.device_of(r)));
+    ranks_.push_back(std::make_unique<Rank>(r, t.device_of(r)));
+  }
+}
+MoeLayer::~MoeLayer() = default;
+
+void MoeLayer::allocate_inputs() {
+  const auto T = static_cast<std::size_t>(cfg_.tokens), H = static_cast<std::size_t>(cfg_.hidden),
+             F = static_cast<std::size_t>(cfg_.ffn), E = static_cast<std::size_t>(cfg_.experts),
+             El = static_cast<std::size_t>(cfg_.local_experts());
+  for (auto& r : ranks_) {
+    r->in.x = r->mem->alloc_n<bf16_t>(T * H, "x");
+    r->in.w_router = r->mem->alloc_n<bf16_t>(H * E, "w_router");
+    r->in.w_part = r->mem->alloc_n<bf16_t>(3 * El * H * F, "expert_weights");
+    r->in.d_out = r->mem->alloc_n<bf16_t>(T * H, "d_out");
+  }
+}
+
+void MoeLayer::allocate_outputs() {
+  const auto T = static_cast<std::size_t>(cfg_.tokens), H = static_cast<std::size_t>(cfg_.hidden),
+             F = static_cast<std::size_t>(cfg_.ffn), E = static_cast<std::size_t>(cfg_.experts),
+             K = static_cast<std::size_t>(cfg_.top_k), El = static_cast<std::size_t>(cfg_.local_experts());
+  for (auto& r : ranks_) {
+    auto& o = r->out;
+    auto& m = *r->mem;
+    o.probs = m.alloc_n<float>(T * E, "probs");
+    o.topk_ids = m.alloc_n<std::int32_t>(T * K, "topk_ids");
+    o.topk_weights = m.alloc_n<float>(T * K, "topk_weights");
+    o.out = m.alloc_n<float>(T * H, "out");
+    o.d_x = m.alloc_n<float>(T * H, "d_x");
+    o.d_topk_weights = m.alloc_n<float>(T * K, "d_topk_weights");
+    o.d_logits = m.alloc_n<float>(T * E, "d_logits");
+    o.d_w_part = m.alloc_n<float>(3 * El * H * F, "d_expert_weights");
+    const std::pair<void*, std::size_t> all[] = {
+        {o.probs, T * E * 4}, {o.topk_ids, T * K * 4}, {o.topk_weights, T * K * 4}, {o.out, T * H * 4},
+        {o.d_x, T * H * 4},   {o.d_topk_weights, T * K * 4}, {o.d_logits, T * E * 4}, {o.d_w_part, 3 * El * H * F * 4}};
+    for (auto& p : all) MOEHUB_CUDA_CHECK(cudaMemsetAsync(p.first, 0xFF, p.second, r->comp));
+    r->counts = m.alloc_n<std::int32_t>(E, "counts");
+    r->offsets = m.alloc_n<std::int32_t>(E + 1, "offsets");
+    r->pair_src = m.alloc_n<std::int32_t>(T * K, "pair_src");
+    r->pair_pos = m.alloc_n<std::int32_t>(T * K, "pair_pos");
+  }
+}
+
+void MoeLayer::free_outputs() {
+  for (auto& r : ranks_) {
+    auto& o = r->out;
+    for (void* p : {static_cast<void*>(o.probs), static_cast<void*>(o.topk_ids), static_cast<void*>(o.topk_weights),
+                    static_cast<void*>(o.out), static_cast<void*>(o.d_x), static_cast<void*>(o.d_topk_weights),
+                    static_cast<void*>(o.d_logits), static_cast<void*>(o.d_w_part), static_cast<void*>(r->counts),
+                    static_cast<void*>(r->offsets), static_cast<void*>(r->pair_src), static_cast<void*>(r->pair_pos)})
+      r->mem->free(p);
+    o = RankOutputs{};
+  }
+}
+
+void MoeLayer::synchronize() {
+  for (auto& r : ranks_) {
+    MOEHUB_CUDA_CHECK(cudaStreamSynchronize(r->comp));
+    MOEHUB_CUDA_CHECK(cudaStreamSynchronize(r->copy));
+  }
+}
+
+void MoeLayer::phase(Rank& r, const std::string& name, const std::string& unit, cudaStream_t s, bool begin) {
+  if (begin) {
+    r.phase_events.push_back({name, unit, r.ev(), nullptr});
+    MOEHUB_CUDA_CHECK(cudaEventRecord(r.phase_events.back().a, s));
+  } else {
+    for (auto it = r.phase_events.rbegin(); it != r.phase_events.rend(); ++it) {
+      if (it->name == name && it->b == nullptr) {
+        it->b = r.ev();
+        MOEHUB_CUDA_CHECK(cudaEventRecord(it->b, s));
+        return;
+      }
+    }
+    throw std::logic_error("phase end without begin: " + name);
+  }
+}
+
+// ---- helpers over one rank ------------------------------------------------------------
+
+namespace {
+void ck(cudaError_t e, const char* what) { check_cuda(e, what, __FILE__, __LINE__); }
+}  // namespace
+
+void MoeLayer::router_and_permute(Rank& r) {
+  const Dims d = dims(cfg_);
+  phase(r, "router", "compute", r.comp, true);
+  float* logits = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.E), "router_logits");
+  GemmCall c;
+  c.c_fp32 = true;
+  c.groups.push_back({r.in.x, r.in.w_router, logits, d.T, d.E, d.H});
+  r.gemm->run(c, GemmImpl::kLoop);
+  ck(k::softmax_topk(logits, d.T, static_cast<int>(d.E), static_cast<int>(d.K), r.out.probs, r.out.topk_ids,
+                     r.out.topk_weights, r.comp),
+     "softmax_topk");
+  r.mem->free(logits);
+  phase(r, "router", "compute", r.comp, false);
+  phase(r, "permute", "compute", r.comp, true);
+  auto* scratch = r.mem->alloc_n<std::int32_t>(static_cast<std::size_t>(d.E), "permute_scratch");
+  ck(k::permute_pairs(r.out.topk_ids, d.T, static_cast<int>(d.K), static_cast<int>(d.E), r.counts, r.offsets,
+                      r.pair_src, r.pair_pos, scratch, r.comp),
+     "permute_pairs");
+  r.mem->free(scratch);
+  phase(r, "permute", "compute", r.comp, false);
+}
+
+void MoeLayer::exchange_counts() {
+  std::vector<const void*> send;
+  std::vector<cudaStream_t> streams;
+  for (auto& r : ranks_) {
+    send.push_back(r->counts);
+    streams.push_back(r->comp);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<char> all = tr_.all_gather_host(send, sizeof(std::int32_t) * static_cast<std::size_t>(cfg_.experts), streams);
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& r : ranks_) {
+    r->count_matrix.resize(all.size() / sizeof(std::int32_t));
+    std::memcpy(r->count_matrix.data(), all.data(), all.size());
+    r->counts_sync_us = us;
+  }
+}
+
+void MoeLayer::router_backward(Rank& r) {
+  const Dims d = dims(cfg_);
+  phase(r, "router_backward", "compute", r.comp, true);
+  ck(k::router_backward(r.out.topk_ids, r.out.topk_weights, r.out.d_topk_weights, d.T, static_cast<int>(d.E),
+                        static_cast<int>(d.K), r.out.d_logits, r.comp),
+     "router_backward");
+  phase(r, "router_backward", "compute", r.comp, false);
+}
+
+void MoeLayer::run(Schedule s) {
+  for (auto& r : ranks_) {
+    r->hop_events.clear();
+    r->phase_events.clear();
+    r->events_used = 0;
+    MOEHUB_CUDA_CHECK(cudaEventRecord(r->t0, r->comp));
+  }
+  for (auto& r : ranks_) router_and_permute(*r);
+  exchange_counts();
+  switch (s) {
+    case Schedule::kA2A: a2a_forward_backward(); break;
+    case Schedule::kRingExpert: ring_expert(); break;
+    case Schedule::kRingToken: ring_token(); break;
+  }
+  for (auto& r : ranks_) router_backward(*r);
+}
+
+// ---- all-to-all -------------------------------------------------------------------------
+
+void MoeLayer::a2a_forward_backward() {
+  const Dims d = dims(cfg_);
+  const auto N = static_cast<std::size_t>(d.N);
+  struct State {
+    std::vector<std::int64_t> off;          // local sorted offsets [E+1]
+    std::vector<std::int64_t> rows;         // received rows per local expert
+    std::vector<std::vector<std::int64_t>> recv_at;  // [src][i] row where src's chunk of expert i lands
+    std::int64_t R = 0;
+    bf16_t *xperm = nullptr, *xrecv = nullptr, *g = nullptr, *u = nullptr, *a = nullptr, *y = nullptr, *yback = nullptr;
+  };
+  std::vector<State> st(ranks_.size());
+  auto C = [&](const Rank& r, std::int64_t src, std::int64_t e) {
+    return static_cast<std::int64_t>(r.count_matrix[static_cast<std::size_t>(src * d.E + e)]);
+  };
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    s.off.assign(static_cast<std::size_t>(d.E + 1), 0);
+    for (std::int64_t e = 0; e < d.E; ++e) s.off[static_cast<std::size_t>(e + 1)] = s.off[static_cast<std::size_t>(e)] + C(r, r.rank, e);
+    s.rows.assign(static_cast<std::size_t>(d.El), 0);
+    s.recv_at.assign(N, std::vector<std::int64_t>(static_cast<std::size_t>(d.El), 0));
+    std::int64_t base = 0;
+    for (std::int64_t i = 0; i < d.El; ++i) {
+      const std::int64_t e = r.rank * d.El + i;
+      for (std::int64_t src = 0; src < d.N; ++src) {
+        s.recv_at[static_cast<std::size_t>(src)][static_cast<std::size_t>(i)] = base;
+        base += C(r, src, e);
+      }
+      s.rows[static_cast<std::size_t>(i)] = 0;
+      for (std::int64_t src = 0; src < d.N; ++src) s.rows[static_cast<std::size_t>(i)] += C(r, src, e);
+    }
+    s.R = base;
+  }
+  // Segments of one a2a over row buffers: `perm` (sorted local pairs) <-> `recv` (expert-major).
+  auto build = [&](std::size_t li, bf16_t* perm, bf16_t* recv, std::int64_t width, bool dispatch) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    A2AXfer x{r.rank, r.comp, std::vector<std::vector<Segment>>(N), std::vector<std::vector<Segment>>(N)};
+    const auto rowb = static_cast<std::size_t>(width) * 2;
+    for (std::int64_t p = 0; p < d.N; ++p) {
+      for (std::int64_t i = 0; i < d.El; ++i) {
+        const std::int64_t e = p * d.El + i;
+        // my pairs routed to peer p's expert i
+        Segment mine{perm + s.off[static_cast<std::size_t>(e)] * width, static_cast<std::size_t>(C(r, r.rank, e)) * rowb};
+        // peer p's pairs routed to my expert i
+        const std::int64_t my_e = r.rank * d.El + i;
+        Segment theirs{recv + s.recv_at[static_cast<std::size_t>(p)][static_cast<std::size_t>(i)] * width,
+                       static_cast<std::size_t>(C(r, p, my_e)) * rowb};
+        (dispatch ? x.send : x.recv)[static_cast<std::size_t>(p)].push_back(mine);
+        (dispatch ? x.recv : x.send)[static_cast<std::size_t>(p)].push_back(theirs);
+      }
+    }
+    return x;
+  };
+  auto a2a = [&](const std::function<A2AXfer(std::size_t)>& mk, const std::string& name) {
+    std::vector<A2AXfer> xs;
+    for (std::size_t li = 0; li < ranks_.size(); ++li) {
+      phase(*ranks_[li], name, "comm", ranks_[li]->comp, true);
+      xs.push_back(mk(li));
+    }
+    tr_.all_to_all(xs);
+    for (auto& r : ranks_) phase(*r, name, "comm", r->comp, false);
+  };
+  const auto TK = static_cast<std::size_t>(d.T * d.K);
+  // forward: expand, dispatch, experts, combine, unpermute
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    phase(r, "a2a_fwd", "compute", r.comp, true);
+    s.xperm = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_x_permuted");
+    ck(k::gather_rows(r.in.x, r.pair_src, static_cast<int>(d.K), nullptr, d.T * d.K, static_cast<int>(d.H), s.xperm, r.comp), "gather");
+    s.xrecv = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_x_received");
+  }
+  a2a([&](std::size_t li) { return build(li, st[li].xperm, st[li].xrecv, d.H, true); }, "a2a_dispatch");
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    r.mem->free(s.xperm);
+    s.xperm = nullptr;
+    phase(r, "expert_fwd", "compute", r.comp, true);
+    const auto RF = static_cast<std::size_t>(s.R * d.F), RH = static_cast<std::size_t>(s.R * d.H);
+    s.g = r.mem->alloc_n<bf16_t>(RF, "a2a_gate_act");
+    s.u = r.mem->alloc_n<bf16_t>(RF, "a2a_up_act");
+    s.a = r.mem->alloc_n<bf16_t>(RF, "a2a_swiglu_out");
+    s.y = r.mem->alloc_n<bf16_t>(RH, "a2a_expert_out");
+    expert_forward(*r.gemm, impl_, d, s.rows, s.xrecv, r.in.w_part, s.g, s.u, s.a, s.y, r.comp);
+    r.mem->free(s.a);
+    s.a = nullptr;
+    phase(r, "expert_fwd", "compute", r.comp, false);
+    s.yback = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_y_permuted");
+  }
+  a2a([&](std::size_t li) { return build(li, st[li].yback, st[li].y, d.H, false); }, "a2a_combine");
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    r.mem->free(s.y);
+    s.y = nullptr;
+    ck(k::unpermute_sum(s.yback, r.pair_pos, r.out.topk_weights, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
+                        nullptr, r.out.out, r.comp),
+       "unpermute");
+    phase(r, "a2a_fwd", "compute", r.comp, false);
+  }
+  // backward
+  std::vector<bf16_t*> dyperm(ranks_.size()), dy(ranks_.size()), dxrecv(ranks_.size()), dxperm(ranks_.size());
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    phase(r, "a2a_bwd", "compute", r.comp, true);
+    ck(k::pair_dot(r.in.d_out, s.yback, r.pair_pos, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
+                   r.out.d_topk_weights, r.comp),
+       "pair_dot");
+    r.mem->free(s.yback);
+    s.yback = nullptr;
+    dyperm[li] = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_dy_permuted");
+    ck(k::gather_rows(r.in.d_out, r.pair_src, static_cast<int>(d.K), r.out.topk_weights, d.T * d.K,
+                      static_cast<int>(d.H), dyperm[li], r.comp),
+       "gather dy");
+    dy[li] = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_dy_received");
+  }
+  a2a([&](std::size_t li) { return build(li, dyperm[li], dy[li], d.H, true); }, "a2a_dispatch_bwd");
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    State& s = st[li];
+    r.mem->free(dyperm[li]);
+    phase(r, "expert_bwd", "compute", r.comp, true);
+    const auto RF = static_cast<std::size_t>(s.R * d.F);
+    bf16_t* da = r.mem->alloc_n<bf16_t>(RF, "a2a_d_swiglu_out");
+    expert_da(*r.gemm, impl_, d, s.rows, dy[li], r.in.w_part, da);
+    // in place: g <- dG, u <- dU, da <- A (recomputed, unscaled)
+    ck(k::swiglu_backward(s.g, s.u, da, s.R, static_cast<int>(d.F), nullptr, nullptr, s.g, s.u, da, nullptr, false, r.comp),
+       "swiglu_backward");
+    expert_dw(*r.gemm, impl_, d, s.rows, s.xrecv, s.g, s.u, da, dy[li], r.out.d_w_part, 0.f);
+    r.mem->free(dy[li]);
+    r.mem->free(s.xrecv);
+    s.xrecv = nullptr;
+    dxrecv[li] = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_dx_received");
+    expert_dx(*r.gemm, impl_, d, s.rows, s.g, s.u, r.in.w_part, dxrecv[li]);
+    r.mem->free(da);
+    r.mem->free(s.g);
+    r.mem->free(s.u);
+    s.g = s.u = nullptr;
+    phase(r, "expert_bwd", "compute", r.comp, false);
+    dxperm[li] = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_dx_permuted");
+  }
+  a2a([&](std::size_t li) { return build(li, dxperm[li], dxrecv[li], d.H, false); }, "a2a_combine_bwd");
+  for (std::size_t li = 0; li < ranks_.size(); ++li) {
+    Rank& r = *ranks_[li];
+    r.mem->free(dxrecv[li]);
+    ck(k::unpermute_sum(dxperm[li], r.pair_pos, nullptr, d.T, static_cast<int>(d.K), static_cast<int>(d.H), nullptr,
+                        r.out.d_x, r.comp),
+       "unpermute dx");
+    r.mem->free(dxperm[li]);
+    phase(r, "a2a_bwd", "compute", r.comp, false);
+  }
+}
+
+// ---- ring engine -------------------------------------------------------------------------
+// Hop h (0 <= h < n): rank r computes with the payload that started on rank (r - h) mod n.
+// Payload: hop 0 uses the rank's own buffers; the transfer of hop h (copy stream, started
+// as soon as compute h-1 has released the target buffer) prefetches hop h+1's payload
+// into the other receive buffer. Accumulators travel one hop behind: the transfer of hop
+// h also carries the accumulator that compute h-1 finished, and compute h waits for it
+// (wait_acc) only right before it adds into it. After the last hop one more transfer
+// returns each accumulator to its owner.
+struct MoeLayer::RingPass {
+  std::string pass, mode;
+  std::vector<std::vector<Segment>> own;                 // [local rank] hop-0 payload
+  std::vector<std::array<std::vector<Segment>, 2>> pay;  // [local rank] receive buffers
+  std::vector<std::array<std::vector<Segment>, 2>> acc;  // [local rank] accumulators (may be empty)
+  std::vector<std::vector<Segment>> acc_final;           // [local rank] owner's destination
+  std::function<void(std::size_t li, int hop, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
+                     const std::function<void()>& wait_acc)>
+      compute;
+};
+
+void MoeLayer::ring_pass(RingPass& p) {
+  const int n = cfg_.ep;
+  const std::size_t L = ranks_.size();
+  const bool has_acc = !p.acc.empty() && !p.acc[0][0].empty();
+  std::vector<cudaEvent_t> prev_c1(L, nullptr), prev_x1(L, nullptr);
+  auto payload = [&](std::size_t li, int h) -> const std::vector<Segment>& {
+    return h == 0 ? p.own[li] : p.pay[li][static_cast<std::size_t>((h - 1) % 2)];
+  };
+  for (std::size_t li = 0; li < L; ++li) {
+    Rank& r = *ranks_[li];
+    cudaEvent_t e = r.ev();
+    MOEHUB_CUDA_CHECK(cudaEventRecord(e, r.comp));
+    MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.copy, e, 0));
+  }
+  for (int h = 0; h < n; ++h) {
+    std::vector<RingXfer> xs;
+    std::vector<Rank::EventRec> recs(L);
+    bool any = false;
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      RingXfer x{r.rank, r.copy, {}, {}};
+      if (h + 1 < n) {
+        const auto& ps = payload(li, h);
+        const auto& pr = p.pay[li][static_cast<std::size_t>(h % 2)];
+        x.send.insert(x.send.end(), ps.begin(), ps.end());
+        x.recv.insert(x.recv.end(), pr.begin(), pr.end());
+      }
+      if (has_acc && h >= 1) {
+        for (auto& s : p.acc[li][static_cast<std::size_t>((h - 1) % 2)]) x.send.push_back(s);
+        for (auto& s : p.acc[li][static_cast<std::size_t>(h % 2)]) x.recv.push_back(s);
+      }
+      recs[li] = {p.pass, p.mode, h, r.ev(), r.ev(), nullptr, nullptr, false};
+      if (!x.send.empty()) {
+        any = true;
+        if (prev_c1[li]) MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.copy, prev_c1[li], 0));
+        recs[li].x0 = r.ev();
+        recs[li].x1 = r.ev();
+        recs[li].has_x = true;
+        MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].x0, r.copy));
+      }
+      xs.push_back(std::move(x));
+    }
+    if (any) {
+      tr_.ring_exchange(xs);
+      for (std::size_t li = 0; li < L; ++li) MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].x1, ranks_[li]->copy));
+    }
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      if (prev_x1[li]) MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.comp, prev_x1[li], 0));
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].c0, r.comp));
+      std::vector<Segment> acc_now;
+      if (has_acc) {
+        const auto& an = p.acc[li][static_cast<std::size_t>(h % 2)];
+        acc_now.insert(acc_now.end(), an.begin(), an.end());
+        if (h == 0)
+          for (auto& s : acc_now) MOEHUB_CUDA_CHECK(cudaMemsetAsync(s.ptr, 0, s.bytes, r.comp));
+      }
+      cudaEvent_t xh = recs[li].has_x ? recs[li].x1 : nullptr;
+      auto wait_acc = [&r, xh, h, has_acc]() {
+        if (has_acc && h >= 1 && xh) MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.comp, xh, 0));
+      };
+      p.compute(li, h, payload(li, h), acc_now, wait_acc);
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].c1, r.comp));
+      prev_c1[li] = recs[li].c1;
+      prev_x1[li] = recs[li].has_x && h + 1 < n ? recs[li].x1 : nullptr;
+      r.hop_events.push_back(recs[li]);
+    }
+  }
+  if (has_acc) {
+    std::vector<RingXfer> xs;
+    std::vector<Rank::EventRec> recs(L);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.copy, prev_c1[li], 0));
+      recs[li] = {p.pass, p.mode, n, r.ev(), r.ev(), r.ev(), r.ev(), true};
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].x0, r.copy));
+      xs.push_back({r.rank, r.copy, p.acc[li][static_cast<std::size_t>((n - 1) % 2)], p.acc_final[li]});
+    }
+    tr_.ring_exchange(xs);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].x1, r.copy));
+      MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.comp, recs[li].x1, 0));
+      // an empty compute interval keeps the record's shape: c0 = c1 at the wait
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].c0, r.comp));
+      MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].c1, r.comp));
+      r.hop_events.push_back(recs[li]);
+    }
+  }
+  // The pass's buffers are freed on the compute stream: let it wait for the copy stream.
+  for (std::size_t li = 0; li < L; ++li) {
+    Rank& r = *ranks_[li];
+    cudaEvent_t e = r.ev();
+    MOEHUB_CUDA_CHECK(cudaEventRecord(e, r.copy));
+    MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.comp, e, 0));
+  }
+}
+
+namespace {
+struct HopBufs {
+  bf16_t *x = nullptr, *dout = nullptr, *g = nullptr, *u = nullptr, *a = nullptr, *y = nullptr;
+  float* dtw = nullptr;
+};
+HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward) {
+  HopBufs b;
+  const auto RH = static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * d.H);
+  const auto RF = static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * d.F);
+  b.x = m.alloc_n<bf16_t>(RH, "hop_x");
+  b.g = m.alloc_n<bf16_t>(RF, "hop_gate_act");
+  b.u = m.alloc_n<bf16_t>(RF, "hop_up_act");
+  b.a = m.alloc_n<bf16_t>(RF, "hop_swiglu_out");
+  b.y = m.alloc_n<bf16_t>(RH, backward ? "hop_dx" : "hop_expert_out");
+  if (backward) {
+    b.dout = m.alloc_n<bf16_t>(RH, "hop_d_out");
+    b.dtw = m.alloc_n<float>(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)), "hop_d_topk_weights");
+  }
+  return b;
+}
+void free_hop(RankAllocator& m, HopBufs& b) {
+  for (void* p : {static_cast<void*>(b.x), static_cast<void*>(b.dout), static_cast<void*>(b.g),
+                  static_cast<void*>(b.u), static_cast<void*>(b.a), static_cast<void*>(b.y), static_cast<void*>(b.dtw)})
+    if (p) m.free(p);
+  b = HopBufs{};
+}
+}  // namespace
+
+void MoeLayer::ring_expert() {
+  const Dims d = dims(cfg_);
+  const std::size_t L = ranks_.size();
+  const auto wbytes = static_cast<std::size_t>(3 * d.El * d.H * d.F) * 2;
+  const auto gbytes = static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4;
+  // rows of rank r's pairs for partition p, per local expert, and their start in sorted order
+  auto rows_of = [&](const Rank& r, std::int64_t p, std::int64_t* start) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
+    std::int64_t s = 0;
+    for (std::int64_t e = 0; e < p * d.El; ++e) s += r.count_matrix[static_cast<std::size_t>(r.rank * d.E + e)];
+    for (std::int64_t i = 0; i < d.El; ++i)
+      rows[static_cast<std::size_t>(i)] = r.count_matrix[static_cast<std::size_t>(r.rank * d.E + p * d.El + i)];
+    *start = s;
+    return rows;
+  };
+  auto max_rows = [&](const Rank& r) {
+    std::int64_t mx = 0, st = 0;
+    for (std::int64_t p = 0; p < d.N; ++p) {
+      auto rows = rows_of(r, p, &st);
+      mx = std::max(mx, std::accumulate(rows.begin(), rows.end(), std::int64_t{0}));
+    }
+    return mx;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    RingPass p;
+    p.pass = bwd ? "bwd" : "fwd";
+    p.mode = "ring-expert";
+    std::vector<HopBufs> hb(L);
+    std::vector<std::array<void*, 2>> wbuf(L), gbuf(L);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, true);
+      hb[li] = alloc_hop(*r.mem, d, max_rows(r), bwd);
+      std::array<std::vector<Segment>, 2> pay, acc;
+      for (int s = 0; s < 2; ++s) {
+        wbuf[li][static_cast<std::size_t>(s)] = r.mem->alloc(wbytes, "ring_weight_buffer");
+        pay[static_cast<std::size_t>(s)] = {{wbuf[li][static_cast<std::size_t>(s)], wbytes}};
+        if (bwd) {
+          gbuf[li][static_cast<std::size_t>(s)] = r.mem->alloc(gbytes, "ring_grad_accumulator");
+          acc[static_cast<std::size_t>(s)] = {{gbuf[li][static_cast<std::size_t>(s)], gbytes}};
+        }
+      }
+      p.own.push_back({{r.in.w_part, wbytes}});
+      p.pay.push_back(pay);
+      p.acc.push_back(acc);
+      p.acc_final.push_back({{r.out.d_w_part, gbytes}});
+      if (!bwd) MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.out, 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+      else MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_x, 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+    }
+    p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
+                         const std::function<void()>& wait_acc) {
+      Rank& r = *ranks_[li];
+      HopBufs& b = hb[li];
+      const std::int64_t part = (r.rank - h + d.N) % d.N;
+      std::int64_t start = 0;
+      const auto rows = rows_of(r, part, &start);
+      const std::int64_t M = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+      const auto* W = static_cast<const bf16_t*>(pay[0].ptr);
+      const std::int32_t* src = r.pair_src + start;
+      const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
+      ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+      if (!bwd) {
+        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.g, b.u, b.a, b.y, r.comp);
+        ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, r.out.out, r.comp), "combine");
+        return;
+      }
+      // backward with in-hop recomputation of the expert intermediates
+      ck(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+      GemmCall gu;
+      std::int64_t off = 0;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto e = static_cast<std::int64_t>(i);
+        gu.groups.push_back({b.x + off * d.H, wg(W, d, e), b.g + off * d.F, rows[i], d.F, d.H});
+        gu.groups.push_back({b.x + off * d.H, wu(W, d, e), b.u + off * d.F, rows[i], d.F, d.H});
+        off += rows[i];
+      }
+      r.gemm->run(gu, impl_);
+      expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);  // unscaled dA' = d_out Wd^T
+      ck(k::swiglu_backward(b.g, b.u, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.g, b.u, b.a,
+                            r.out.d_topk_weights, false, r.comp),
+         "swiglu_backward");
+      expert_dx(*r.gemm, impl_, d, rows, b.g, b.u, W, b.y);
+      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, r.out.d_x, r.comp), "scatter dx");
+      wait_acc();
+      expert_dw(*r.gemm, impl_, d, rows, b.x, b.g, b.u, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f);
+    };
+    ring_pass(p);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      free_hop(*r.mem, hb[li]);
+      for (int s = 0; s < 2; ++s) {
+        r.mem->free(wbuf[li][static_cast<std::size_t>(s)]);
+        if (bwd) r.mem->free(gbuf[li][static_cast<std::size_t>(s)]);
+      }
+      phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, false);
+    }
+  }
+}
+
+void MoeLayer::ring_token() {
+  const Dims d = dims(cfg_);
+  const std::size_t L = ranks_.size();
+  const auto TH = static_cast<std::size_t>(d.T * d.H), TK = static_cast<std::size_t>(d.T * d.K);
+  // rows of visiting partition q routed to rank r's experts, and their start in q's order
+  auto rows_of = [&](const Rank& r, std::int64_t q, std::int64_t* start) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
+    std::int64_t s = 0;
+    for (std::int64_t e = 0; e < r.rank * d.El; ++e) s += r.count_matrix[static_cast<std::size_t>(q * d.E + e)];
+    for (std::int64_t i = 0; i < d.El; ++i)
+      rows[static_cast<std::size_t>(i)] = r.count_matrix[static_cast<std::size_t>(q * d.E + r.rank * d.El + i)];
+    *start = s;
+    return rows;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    RingPass p;
+    p.pass = bwd ? "bwd" : "fwd";
+    p.mode = "ring-token";
+    std::vector<HopBufs> hb(L);
+    std::vector<std::vector<void*>> owned(L);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, true);
+      std::int64_t mx = 0, st = 0;
+      for (std::int64_t q = 0; q < d.N; ++q) {
+        auto rows = rows_of(r, q, &st);
+        mx = std::max(mx, std::accumulate(rows.begin(), rows.end(), std::int64_t{0}));
+      }
+      hb[li] = alloc_hop(*r.mem, d, mx, bwd);
+      std::vector<Segment> own = {{r.in.x, TH * 2}, {r.pair_src, TK * 4}, {r.out.topk_weights, TK * 4}};
+      if (bwd) own.push_back({r.in.d_out, TH * 2});
+      std::array<std::vector<Segment>, 2> pay, acc;
+      for (std::size_t s = 0; s < 2; ++s) {
+        for (const Segment& o : own) {
+          void* b = r.mem->alloc(o.bytes, "ring_token_buffer");
+          owned[li].push_back(b);
+          pay[s].push_back({b, o.bytes});
+        }
+        void* a = r.mem->alloc(TH * 4, bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
+        owned[li].push_back(a);
+        acc[s].push_back({a, TH * 4});
+        if (bwd) {
+          void* a2 = r.mem->alloc(TK * 4, "ring_d_topk_weights_accumulator");
+          owned[li].push_back(a2);
+          acc[s].push_back({a2, TK * 4});
+        }
+      }
+      p.own.push_back(own);
+      p.pay.push_back(pay);
+      p.acc.push_back(acc);
+      if (bwd) {
+        p.acc_final.push_back({{r.out.d_x, TH * 4}, {r.out.d_topk_weights, TK * 4}});
+        MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_w_part, 0, static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4, r.comp));
+      } else {
+        p.acc_final.push_back({{r.out.out, TH * 4}});
+      }
+    }
+    p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
+                         const std::function<void()>& wait_acc) {
+      Rank& r = *ranks_[li];
+      HopBufs& b = hb[li];
+      const std::int64_t q = (r.rank - h + d.N) % d.N;
+      std::int64_t start = 0;
+      const auto rows = rows_of(r, q, &start);
+      const std::int64_t M = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+      const auto* vx = static_cast<const bf16_t*>(pay[0].ptr);
+      const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + start;
+      const auto* vtw = static_cast<const float*>(pay[2].ptr);
+      const bf16_t* W = r.in.w_part;
+      const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
+      ck(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+      if (!bwd) {
+        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.g, b.u, b.a, b.y, r.comp);
+        wait_acc();
+        ck(k::scatter_add_rows(b.y, src, K, vtw, M, H, static_cast<float*>(acc[0].ptr), r.comp), "combine");
+        return;
+      }
+      const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
+      ck(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+      GemmCall gu;
+      std::int64_t off = 0;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto e = static_cast<std::int64_t>(i);
+        gu.groups.push_back({b.x + off * d.H, wg(W, d, e), b.g + off * d.F, rows[i], d.F, d.H});
+        gu.groups.push_back({b.x + off * d.H, wu(W, d, e), b.u + off * d.F, rows[i], d.F, d.H});
+        off += rows[i];
+      }
+      r.gemm->run(gu, impl_);
+      expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);
+      ck(k::swiglu_backward(b.g, b.u, b.a, M, static_cast<int>(d.F), src, vtw, b.g, b.u, b.a, b.dtw, true, r.comp),
+         "swiglu_backward");
+      expert_dx(*r.gemm, impl_, d, rows, b.g, b.u, W, b.y);
+      expert_dw(*r.gemm, impl_, d, rows, b.x, b.g, b.u, b.a, b.dout, r.out.d_w_part, 1.f);
+      wait_acc();
+      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, static_cast<float*>(acc[0].ptr), r.comp), "scatter dx");
+      ck(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp), "scatter d_topk_weights");
+    };
+    ring_pass(p);
+    for (std::size_t li = 0; li < L; ++li) {
+      Rank& r = *ranks_[li];
+      free_hop(*r.mem, hb[li]);
+      for (void* b : owned[li]) r.mem->free(b);
+      phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, false);
+    }
+  }
+}
+
+// ---- timings -----------------------------------------------------------------------------
+
+std::vector<HopTime> MoeLayer::hop_times() {
+  synchronize();
+  std::vector<HopTime> out;
+  for (auto& r : ranks_) {
+    cudaEvent_t prev_end = nullptr;
+    std::string prev_pass;
+    for (auto& e : r->hop_events) {
+      float c = 0, x = 0, hop = 0;
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&c, e.c0, e.c1));
+      if (e.has_x) MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&x, e.x0, e.x1));
+      if (prev_end && prev_pass == e.pass) MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&hop, prev_end, e.c1));
+      else hop = c;
+      out.push_back({r->rank, e.pass, e.mode, e.hop, 1e3 * c, 1e3 * x, 1e3 * hop});
+      prev_end = e.c1;
+      prev_pass = e.pass;
+    }
+  }
+  return out;
+}
+
+std::vector<PhaseTime> MoeLayer::phase_times() {
+  synchronize();
+  std::vector<PhaseTime> out;
+  for (auto& r : ranks_) {
+    for (auto& p : r->phase_events) {
+      if (!p.b) continue;
+      float a = 0, dur = 0;
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&a, r->t0, p.a));
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&dur, p.a, p.b));
+      out.push_back({r->rank, p.name, 1e3 * a, 1e3 * dur, p.unit});
+    }
+    out.push_back({r->rank, "counts_exchange_host_sync", 0.0, r->counts_sync_us, "host"});
+  }
+  return out;
+}
+
+}  // namespace moehub::gpu

@@ -1,0 +1,137 @@
+// The MoE layer on GPUs under three schedules -- all-to-all (a2a), ring with expert
+// routing and ring with token routing -- written once above the Transport interface.
+// Each local rank owns its streams (compute, copy), its memory pool, its cuBLAS runner,
+// its inputs (tokens, router weights, its partition of the experts, the upstream
+// gradient) and its outputs.
+//
+// Layouts (row-major): x, d_out [T][H] bf16; w_router [H][E] bf16; a rank's expert
+// partition w_part = [Wg: El][H][F] | [Wu: El][H][F] | [Wd: El][F][H] bf16 (El = E / N
+// experts, rank r owns experts r*El .. r*El+El-1); gradients d_w_part the same in fp32.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_memory.hpp"
+#include "gemm.hpp"
+#include "moe_kernels.hpp"
+#include "transport.hpp"
+
+namespace moehub::gpu {
+
+using kernels::bf16_t;
+
+struct LayerConfig {
+  std::int64_t tokens = 0;  ///< T, tokens per rank
+  int hidden = 0, ffn = 0, experts = 0, top_k = 0;
+  int ep = 1;               ///< N, ranks
+  int local_experts() const { return experts / ep; }
+};
+/// Throws std::invalid_argument naming the field and its allowed range.
+void validate(const LayerConfig&);
+
+enum class Schedule { kA2A, kRingExpert, kRingToken };
+const char* to_string(Schedule);  ///< "a2a", "ring-expert", "ring-token"
+Schedule parse_schedule(const std::string&);
+
+struct RankInputs {
+  bf16_t* x = nullptr;
+  bf16_t* w_router = nullptr;
+  bf16_t* w_part = nullptr;
+  bf16_t* d_out = nullptr;
+};
+struct RankOutputs {
+  float* probs = nullptr;          ///< [T][E]
+  std::int32_t* topk_ids = nullptr;///< [T][k]
+  float* topk_weights = nullptr;   ///< [T][k]
+  float* out = nullptr;            ///< [T][H]
+  float* d_x = nullptr;            ///< [T][H]
+  float* d_topk_weights = nullptr; ///< [T][k]
+  float* d_logits = nullptr;       ///< [T][E]
+  float* d_w_part = nullptr;       ///< [3][El][H*F] (gate | up | down)
+};
+
+/// CUDA-event timings of one hop (or, for a2a, of one phase), read after the layer.
+struct HopTime {
+  int rank;
+  std::string pass, mode;
+  int hop;
+  double compute_us, comm_us, hop_us;
+};
+/// Named phase timings (router, permute, counts exchange, dispatch, ...).
+struct PhaseTime {
+  int rank;
+  std::string name;
+  double start_us, dur_us;  ///< start relative to the rank's layer start
+  std::string unit;         ///< "compute" or "comm" or "host"
+};
+
+struct Rank {
+  Rank(int rank, int device);
+  ~Rank();
+  Rank(const Rank&) = delete;
+  Rank& operator=(const Rank&) = delete;
+  int rank;
+  cudaStream_t comp{}, copy{};
+  std::unique_ptr<RankAllocator> mem;
+  std::unique_ptr<GemmRunner> gemm;
+  RankInputs in;
+  RankOutputs out;
+  // routing state, valid from the forward pass to the end of the backward pass
+  std::int32_t* counts = nullptr;    ///< [E] device
+  std::int32_t* offsets = nullptr;   ///< [E+1] device
+  std::int32_t* pair_src = nullptr;  ///< [T*k]
+  std::int32_t* pair_pos = nullptr;  ///< [T*k]
+  std::vector<std::int32_t> count_matrix;  ///< host [N][E], all ranks' counts
+  double counts_sync_us = 0;         ///< host time of the counts exchange (named host sync)
+  // timing
+  struct EventRec { std::string pass, mode; int hop; cudaEvent_t c0, c1, x0, x1; bool has_x; };
+  std::vector<EventRec> hop_events;
+  struct PhaseRec { std::string name, unit; cudaEvent_t a, b; };
+  std::vector<PhaseRec> phase_events;
+  cudaEvent_t t0{};
+  std::vector<cudaEvent_t> event_pool;
+  std::size_t events_used = 0;
+  cudaEvent_t ev();
+};
+
+class MoeLayer {
+ public:
+  MoeLayer(const LayerConfig&, Transport&, GemmImpl);
+  ~MoeLayer();
+  const LayerConfig& config() const { return cfg_; }
+  std::vector<std::unique_ptr<Rank>>& ranks() { return ranks_; }
+  /// Allocates the inputs of every local rank (outside the measured region).
+  void allocate_inputs();
+  /// Allocates the outputs and poisons them (all bits set: NaN in bf16 and fp32).
+  void allocate_outputs();
+  void free_outputs();
+  /// Forward then backward under `s`; leaves the outputs on the device.
+  void run(Schedule s);
+  void synchronize();
+  std::vector<HopTime> hop_times();
+  std::vector<PhaseTime> phase_times();
+  GemmImpl gemm_impl() const { return impl_; }
+
+ private:
+  void router_and_permute(Rank&);
+  void exchange_counts();
+  void a2a_forward_backward();
+  struct RingPass;
+  void ring_pass(RingPass&);
+  void ring_expert();
+  void ring_token();
+  void router_backward(Rank&);
+  void phase(Rank& r, const std::string& name, const std::string& unit, cudaStream_t s, bool begin);
+
+  LayerConfig cfg_;
+  Transport& tr_;
+  GemmImpl impl_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+};
+
+}  // namespace moehub::gpu

@@ -1,0 +1,562 @@
+// moehub-gpu memory / bench-gemm / bench-hop / run: measurements and traces.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "cuda_check.hpp"
+#include "expert_ops.hpp"
+#include "host_data.hpp"
+#include "layer.hpp"
+#include "moe_plan.hpp"
+#include "trace.hpp"
+
+namespace moehub::gpu {
+
+namespace {
+
+void ck(cudaError_t e, const char* what) { check_cuda(e, what, __FILE__, __LINE__); }
+
+LayerConfig layer_args(const Args& a, std::int64_t t, int h, int f, int e, int k) {
+  LayerConfig c;
+  c.tokens = a.integer("tokens", t, 1, 1 << 22);
+  c.hidden = static_cast<int>(a.integer("hidden", h, 8, 65536));
+  c.ffn = static_cast<int>(a.integer("ffn", f, 8, 65536));
+  c.experts = static_cast<int>(a.integer("experts", e, 1, 1024));
+  c.top_k = static_cast<int>(a.integer("top-k", k, 1, 32));
+  return c;
+}
+
+void fill_inputs(MoeLayer& layer, std::uint64_t seed) {
+  const LayerConfig& c = layer.config();
+  const auto T = c.tokens, H = static_cast<std::int64_t>(c.hidden), F = static_cast<std::int64_t>(c.ffn),
+             E = static_cast<std::int64_t>(c.experts), El = static_cast<std::int64_t>(c.local_experts());
+  for (auto& rp : layer.ranks()) {
+    Rank& r = *rp;
+    const std::uint64_t s = seed + 7919ull * static_cast<std::uint64_t>(r.rank);
+    ck(kernels::fill_random_bf16(r.in.x, T * H, s + 1, 1.0f, r.comp), "fill x");
+    ck(kernels::fill_random_bf16(r.in.d_out, T * H, s + 2, 1.0f, r.comp), "fill d_out");
+    ck(kernels::fill_random_bf16(r.in.w_router, H * E, seed + 3, 1.0f / std::sqrt(static_cast<float>(H)), r.comp), "fill router");
+    ck(kernels::fill_random_bf16(r.in.w_part, 2 * El * H * F, s + 4, 1.0f / std::sqrt(static_cast<float>(H)), r.comp), "fill w");
+    ck(kernels::fill_random_bf16(r.in.w_part + 2 * El * H * F, El * H * F, s + 5, 1.0f / std::sqrt(static_cast<float>(F)), r.comp),
+       "fill wd");
+  }
+  layer.synchronize();
+}
+
+std::string gib(std::int64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string device_name(int dev) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return "unknown";
+  return p.name;
+}
+
+plan::MoeProblem problem(const LayerConfig& c) {
+  plan::MoeProblem p;
+  p.tokens_per_rank = c.tokens;
+  p.hidden = c.hidden;
+  p.ffn = c.ffn;
+  p.experts = c.experts;
+  p.top_k = c.top_k;
+  p.ep = c.ep;
+  return p;
+}
+
+/// Rows of rank r: (rows sent, rows received, max per local expert, max matched in one
+/// ring-expert hop, max matched in one ring-token hop) from the count matrix.
+struct RowStats { std::int64_t sent = 0, received = 0, max_local = 0, max_hop_expert = 0, max_hop_token = 0; };
+RowStats row_stats(const LayerConfig& c, const std::vector<std::int32_t>& cm, int r) {
+  RowStats s;
+  const int E = c.experts, El = c.local_experts(), N = c.ep;
+  for (int e = 0; e < E; ++e) s.sent += cm[static_cast<std::size_t>(r * E + e)];
+  for (int i = 0; i < El; ++i) {
+    std::int64_t per = 0;
+    for (int q = 0; q < N; ++q) per += cm[static_cast<std::size_t>(q * E + r * El + i)];
+    s.received += per;
+    s.max_local = std::max(s.max_local, per);
+  }
+  for (int p = 0; p < N; ++p) {
+    std::int64_t ex = 0, tk = 0;
+    for (int i = 0; i < El; ++i) {
+      ex += cm[static_cast<std::size_t>(r * E + p * El + i)];
+      tk += cm[static_cast<std::size_t>(p * E + r * El + i)];
+    }
+    s.max_hop_expert = std::max(s.max_hop_expert, ex);
+    s.max_hop_token = std::max(s.max_hop_token, tk);
+  }
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
+template <typename Fn> double time_us(cudaStream_t s, int warm, int reps, Fn&& fn) {
+  cudaEvent_t a, b;
+  MOEHUB_CUDA_CHECK(cudaEventCreate(&a));
+  MOEHUB_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < warm; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MOEHUB_CUDA_CHECK(cudaEventRecord(a, s));
+    fn();
+    MOEHUB_CUDA_CHECK(cudaEventRecord(b, s));
+    MOEHUB_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(1e3 * ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(t);
+}
+
+struct Model { std::string name; int hidden, ffn, experts, top_k; };
+// Public model shapes (/work/shared/reference/models-and-hardware.md).
+const std::vector<Model> kModels = {
+    {"mixtral-8x7b", 4096, 14336, 8, 2},
+    {"qwen3-30b-a3b", 2048, 768, 128, 8},
+    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4},
+};
+
+std::vector<std::int64_t> balanced_rows(std::int64_t total, int groups) {
+  std::vector<std::int64_t> r(static_cast<std::size_t>(groups), total / groups);
+  for (std::int64_t i = 0; i < total % groups; ++i) ++r[static_cast<std::size_t>(i)];
+  return r;
+}
+
+/// Times the forward expert GEMMs (gate+up, then down) of one shape set with each
+/// implementation and a dense GEMM of the same FLOPs; appends to `out`.
+void bench_shapes(const std::string& label, int H, int F, const std::vector<std::int64_t>& rows,
+                  std::vector<trace::GemmTiming>& out, bool print) {
+  cudaStream_t s;
+  MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto G = static_cast<std::int64_t>(rows.size());
+  const std::int64_t M = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+  bf16_t *x, *w, *y, *a;
+  const auto HF = static_cast<std::size_t>(H) * static_cast<std::size_t>(F);
+  MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&x), static_cast<std::size_t>(M * H) * 2, s));
+  MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&w), 3 * static_cast<std::size_t>(G) * HF * 2, s));
+  MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&y), static_cast<std::size_t>(M * 2 * F) * 2, s));
+  MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&a), static_cast<std::size_t>(M * H) * 2, s));
+  ck(kernels::fill_random_bf16(x, M * H, 11, 1.0f, s), "fill");
+  ck(kernels::fill_random_bf16(w, 3 * G * static_cast<std::int64_t>(HF), 12, 0.05f, s), "fill");
+  ck(kernels::fill_random_bf16(y, M * 2 * F, 13, 1.0f, s), "fill");
+  GemmRunner g(s);
+  // gate and up each write their own contiguous [rows][F] block (as in the layer)
+  auto call_gu_contig = [&]() {
+    GemmCall c;
+    std::int64_t off = 0;
+    for (std::int64_t i = 0; i < G; ++i) {
+      const std::int64_t m = rows[static_cast<std::size_t>(i)];
+      c.groups.push_back({x + off * H, w + i * static_cast<std::int64_t>(HF), y + off * F, m, F, H});
+      c.groups.push_back({x + off * H, w + (G + i) * static_cast<std::int64_t>(HF), y + M * F + off * F, m, F, H});
+      off += m;
+    }
+    return c;
+  };
+  auto call_dn = [&]() {
+    GemmCall c;
+    std::int64_t off = 0;
+    for (std::int64_t i = 0; i < G; ++i) {
+      const std::int64_t m = rows[static_cast<std::size_t>(i)];
+      c.groups.push_back({y + off * F, w + (2 * G + i) * static_cast<std::int64_t>(HF), a + off * H, m, H, F});
+      off += m;
+    }
+    return c;
+  };
+  const GemmCall gu = call_gu_contig(), dn = call_dn();
+  const double flops_gu = 2.0 * static_cast<double>(M) * 2.0 * F * H, flops_dn = 2.0 * static_cast<double>(M) * F * H;
+  for (GemmImpl impl : {GemmImpl::kLoop, GemmImpl::kStreams, GemmImpl::kGrouped}) {
+    const double t1 = time_us(s, 3, 10, [&] { g.run(gu, impl); });
+    const double t2 = time_us(s, 3, 10, [&] { g.run(dn, impl); });
+    std::string name = to_string(impl);
+    if (impl == GemmImpl::kGrouped && g.grouped_fallback()) name += "(fallback-loop)";
+    out.push_back({M, 2LL * F, H, static_cast<int>(2 * G), name, t1, flops_gu / t1 * 1e-6});
+    out.push_back({M, H, F, static_cast<int>(G), name, t2, flops_dn / t2 * 1e-6});
+    if (print)
+      std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(),
+                  name.c_str(), t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+  }
+  // dense GEMMs of the same FLOPs: [M][H] x [H][2F] and [M][F] x [F][H]
+  GemmCall d1, d2;
+  d1.groups.push_back({x, w, y, M, 2LL * F, H});
+  d2.groups.push_back({y, w, a, M, H, F});
+  const double t1 = time_us(s, 3, 10, [&] { g.run(d1, GemmImpl::kLoop); });
+  const double t2 = time_us(s, 3, 10, [&] { g.run(d2, GemmImpl::kLoop); });
+  out.push_back({M, 2LL * F, H, 1, "dense", t1, flops_gu / t1 * 1e-6});
+  out.push_back({M, H, F, 1, "dense", t2, flops_dn / t2 * 1e-6});
+  if (print)
+    std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(), "dense-same-flops",
+                t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+  MOEHUB_CUDA_CHECK(cudaFreeAsync(x, s));
+  MOEHUB_CUDA_CHECK(cudaFreeAsync(w, s));
+  MOEHUB_CUDA_CHECK(cudaFreeAsync(y, s));
+  MOEHUB_CUDA_CHECK(cudaFreeAsync(a, s));
+  MOEHUB_CUDA_CHECK(cudaStreamSynchronize(s));
+  MOEHUB_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+}  // namespace
+
+int cmd_memory(const Args& a) {
+  LayerConfig base = layer_args(a, 49152, 2048, 768, 128, 8);
+  const auto eps = a.int_list("ep", "8", 1, 256);
+  const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
+              static_cast<long long>(base.tokens), base.hidden, base.ffn, base.experts, base.top_k, device_name(0).c_str());
+  std::printf("%-4s %-12s %14s %14s %14s %14s %16s  %s\n", "ep", "schedule", "peak_max_GiB", "peak_mean_GiB",
+              "pool_high_GiB", "plan_GiB", "a2a/this", "largest buffers at rank 0's peak");
+  for (std::int64_t ep : eps) {
+    LayerConfig c = base;
+    c.ep = static_cast<int>(ep);
+    try {
+      validate(c);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("memory: ") + e.what());
+    }
+    std::map<std::string, double> peak_of;
+    try {
+      auto tr = make_folded_transport(c.ep, 0);
+      MoeLayer layer(c, *tr, impl);
+      layer.allocate_inputs();
+      fill_inputs(layer, 1234);
+      for (const std::string& sn : scheds) {
+        std::vector<std::int64_t> peaks, pools;
+        std::string top;
+        try {
+          for (auto& r : layer.ranks()) r->mem->reset_peak();
+          layer.allocate_outputs();
+          layer.run(parse_schedule(sn));
+          layer.synchronize();
+          for (auto& r : layer.ranks()) {
+            peaks.push_back(r->mem->peak() - 0);
+            pools.push_back(r->mem->pool_used_high());
+          }
+          std::vector<std::pair<std::int64_t, std::string>> bufs;
+          for (auto& kv : layer.ranks()[0]->mem->at_peak()) bufs.push_back({kv.second, kv.first});
+          std::sort(bufs.rbegin(), bufs.rend());
+          for (std::size_t i = 0; i < std::min<std::size_t>(6, bufs.size()); ++i)
+            top += bufs[i].second + "=" + gib(bufs[i].first) + " ";
+          // prediction for rank 0 from its exact counts
+          const RowStats rs = row_stats(c, layer.ranks()[0]->count_matrix, 0);
+          plan::BufferPlan bp = sn == "a2a" ? plan::plan_a2a(problem(c), rs.sent, rs.received, rs.max_local)
+                                            : plan::plan_ring(problem(c), sn == "ring-expert" ? plan::RingMode::kExpert : plan::RingMode::kToken,
+                                                              sn == "ring-expert" ? rs.max_hop_expert : rs.max_hop_token);
+          layer.free_outputs();
+          for (auto& r : layer.ranks()) r->mem->trim();
+          const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
+          const double mean = static_cast<double>(std::accumulate(peaks.begin(), peaks.end(), std::int64_t{0})) / static_cast<double>(peaks.size());
+          peak_of[sn] = mx;
+          char ratio[32] = "-";
+          if (peak_of.count("a2a")) std::snprintf(ratio, sizeof ratio, "%.2fx", peak_of["a2a"] / mx);
+          std::printf("%-4lld %-12s %14s %14s %14s %14s %16s  %s(plan peak phase: %s)\n", static_cast<long long>(ep), sn.c_str(),
+                      gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(mean)).c_str(),
+                      gib(*std::max_element(pools.begin(), pools.end())).c_str(),
+                      gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), ratio, top.c_str(), bp.peak_phase.c_str());
+        } catch (const std::runtime_error& e) {
+          std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
+          cudaGetLastError();
+          break;
+        }
+        std::fflush(stdout);
+      }
+    } catch (const std::runtime_error& e) {
+      std::printf("%-4lld inputs do not fit on this GPU folded: %s\n", static_cast<long long>(ep), e.what());
+    }
+  }
+  std::printf("peak = tracked high-water mark of the layer's own allocations per rank (inputs x, d_out, router and "
+              "expert weights included); pool_high = the rank pool's cudaMemPoolAttrUsedMemHigh\n");
+  return 0;
+}
+
+int cmd_bench_gemm(const Args& a) {
+  const std::int64_t tokens = a.integer("tokens", 16384, 1, 1 << 20);
+  const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b",
+                                {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
+  std::printf("bench-gemm: %lld tokens, balanced routing (rows = tokens * k split evenly over the experts), bf16 in, fp32 "
+              "accumulate, bf16 out; median of 10 after 3 warm-ups; %s\n",
+              static_cast<long long>(tokens), device_name(0).c_str());
+  std::vector<trace::GemmTiming> out;
+  for (const Model& m : kModels) {
+    if (std::find(names.begin(), names.end(), m.name) == names.end()) continue;
+    bench_shapes(m.name, m.hidden, m.ffn, balanced_rows(tokens * m.top_k, m.experts), out, true);
+  }
+  return 0;
+}
+
+int cmd_bench_hop(const Args& a) {
+  // One ring-expert hop of one rank: compute with the visiting partition while the next
+  // partition is copied (device-to-device) on the copy stream.
+  LayerConfig c = layer_args(a, 49152, 2048, 768, 128, 8);
+  c.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
+  validate(c);
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const Dims d = dims(c);
+  const std::int64_t M = d.T * d.K / d.N;
+  const auto rows = balanced_rows(M, static_cast<int>(d.El));
+  cudaStream_t comp, copy;
+  MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
+  MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+  auto al = [&](std::size_t bytes) {
+    void* p;
+    MOEHUB_CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  };
+  const auto wbytes = static_cast<std::size_t>(3 * d.El * d.H * d.F) * 2;
+  auto* xs = static_cast<bf16_t*>(al(static_cast<std::size_t>(d.T * d.H) * 2));
+  auto* dout = static_cast<bf16_t*>(al(static_cast<std::size_t>(d.T * d.H) * 2));
+  auto* w0 = static_cast<bf16_t*>(al(wbytes));
+  auto* w1 = static_cast<bf16_t*>(al(wbytes));
+  auto* g0 = static_cast<float*>(al(wbytes * 2));
+  auto* g1 = static_cast<float*>(al(wbytes * 2));
+  auto* hx = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
+  auto* hd = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
+  auto* hy = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
+  auto* hg = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
+  auto* hu = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
+  auto* ha = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
+  auto* out = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.H) * 4));
+  auto* tw = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.K) * 4));
+  auto* src = static_cast<std::int32_t*>(al(static_cast<std::size_t>(M) * 4));
+  std::vector<std::int32_t> hsrc(static_cast<std::size_t>(M));
+  for (std::int64_t i = 0; i < M; ++i) hsrc[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919) % (d.T * d.K));
+  upload(src, hsrc, comp);
+  ck(kernels::fill_random_bf16(xs, d.T * d.H, 1, 1.f, comp), "fill");
+  ck(kernels::fill_random_bf16(dout, d.T * d.H, 2, 1.f, comp), "fill");
+  ck(kernels::fill_random_bf16(w0, static_cast<std::int64_t>(wbytes / 2), 3, 0.02f, comp), "fill");
+  ck(kernels::fill_random_bf16(w1, static_cast<std::int64_t>(wbytes / 2), 4, 0.02f, comp), "fill");
+  MOEHUB_CUDA_CHECK(cudaMemsetAsync(tw, 0, static_cast<std::size_t>(d.T * d.K) * 4, comp));
+  MOEHUB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(d.T * d.H) * 4, comp));
+  MOEHUB_CUDA_CHECK(cudaMemsetAsync(g0, 0, wbytes * 2, comp));
+  MOEHUB_CUDA_CHECK(cudaStreamSynchronize(comp));
+  GemmRunner g(comp);
+  const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
+  auto fwd = [&]() {
+    ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
+    expert_forward(g, impl, d, rows, hx, w0, hg, hu, ha, hy, comp);
+    ck(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp), "scatter");
+  };
+  auto bwd = [&]() {
+    ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
+    ck(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp), "gather");
+    GemmCall gu;
+    std::int64_t off = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto e = static_cast<std::int64_t>(i);
+      gu.groups.push_back({hx + off * d.H, wg(w0, d, e), hg + off * d.F, rows[i], d.F, d.H});
+      gu.groups.push_back({hx + off * d.H, wu(w0, d, e), hu + off * d.F, rows[i], d.F, d.H});
+      off += rows[i];
+    }
+    g.run(gu, impl);
+    expert_da(g, impl, d, rows, hd, w0, ha);
+    ck(kernels::swiglu_backward(hg, hu, ha, M, static_cast<int>(d.F), src, tw, hg, hu, ha, tw, false, comp), "swiglu_bwd");
+    expert_dx(g, impl, d, rows, hg, hu, w0, hy);
+    ck(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp), "scatter");
+    expert_dw(g, impl, d, rows, hx, hg, hu, ha, hd, g0, 1.f);
+  };
+  cudaEvent_t e0, e1, e2, e3;
+  for (cudaEvent_t* e : {&e0, &e1, &e2, &e3}) MOEHUB_CUDA_CHECK(cudaEventCreate(e));
+  std::printf("bench-hop: ring-expert hop of one rank, T=%lld H=%lld F=%lld E=%lld k=%lld EP=%lld: %lld matched rows over %lld "
+              "experts; partition %.1f MB; %s; median of 10\n",
+              static_cast<long long>(d.T), static_cast<long long>(d.H), static_cast<long long>(d.F), static_cast<long long>(d.E),
+              static_cast<long long>(d.K), static_cast<long long>(d.N), static_cast<long long>(M), static_cast<long long>(d.El),
+              static_cast<double>(wbytes) / 1e6, device_name(0).c_str());
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool b = pass == 1;
+    const std::size_t bytes = b ? 3 * wbytes : wbytes;  // weights + fp32 gradient accumulators backward
+    auto comp_fn = [&] { b ? bwd() : fwd(); };
+    auto copy_fn = [&] {
+      MOEHUB_CUDA_CHECK(cudaMemcpyAsync(w1, w0, wbytes, cudaMemcpyDeviceToDevice, copy));
+      if (b) MOEHUB_CUDA_CHECK(cudaMemcpyAsync(g1, g0, 2 * wbytes, cudaMemcpyDeviceToDevice, copy));
+    };
+    const double tc = time_us(comp, 3, 10, comp_fn);
+    const double tx = time_us(copy, 3, 10, copy_fn);
+    std::vector<double> both;
+    for (int i = 0; i < 13; ++i) {
+      MOEHUB_CUDA_CHECK(cudaEventRecord(e0, comp));
+      MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(copy, e0, 0));
+      copy_fn();
+      comp_fn();
+      MOEHUB_CUDA_CHECK(cudaEventRecord(e1, copy));
+      MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(comp, e1, 0));
+      MOEHUB_CUDA_CHECK(cudaEventRecord(e2, comp));
+      MOEHUB_CUDA_CHECK(cudaEventSynchronize(e2));
+      float ms = 0;
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e2));
+      if (i >= 3) both.push_back(1e3 * ms);
+    }
+    const double tb = median(both);
+    std::printf("%s hop: compute %.1f us, copy %.1f us (%.1f MB, %.0f GB/s), overlapped %.1f us = %.3fx max(compute, copy)\n",
+                b ? "bwd" : "fwd", tc, tx, static_cast<double>(bytes) / 1e6, static_cast<double>(bytes) / tx * 1e-3, tb,
+                tb / std::max(tc, tx));
+  }
+  for (cudaEvent_t e : {e0, e1, e2, e3}) cudaEventDestroy(e);
+  for (void* p : {static_cast<void*>(xs), static_cast<void*>(dout), static_cast<void*>(w0), static_cast<void*>(w1),
+                  static_cast<void*>(g0), static_cast<void*>(g1), static_cast<void*>(hx), static_cast<void*>(hd),
+                  static_cast<void*>(hy), static_cast<void*>(hg), static_cast<void*>(hu), static_cast<void*>(ha),
+                  static_cast<void*>(out), static_cast<void*>(tw), static_cast<void*>(src)})
+    cudaFree(p);
+  cudaStreamDestroy(comp);
+  cudaStreamDestroy(copy);
+  return 0;
+}
+
+int cmd_run(const Args& a) {
+  LayerConfig c = layer_args(a, 4096, 2048, 768, 128, 8);
+  const std::string tname = a.str("transport", "folded");
+  if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
+  std::unique_ptr<Transport> tr;
+  if (tname == "nccl") {
+    tr = make_nccl_transport(a.str("rendezvous", ""));
+    c.ep = tr->size();
+  } else {
+    c.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
+    tr = make_folded_transport(c.ep, 0);
+  }
+  try {
+    validate(c);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("run: ") + e.what());
+  }
+  const plan::ModeChoice choice = plan::choose_ring_mode(problem(c));
+  std::string sname = a.str("schedule", "ring");
+  if (sname == "ring") sname = choice.mode == plan::RingMode::kExpert ? "ring-expert" : "ring-token";
+  Schedule s;
+  try {
+    s = parse_schedule(sname);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--schedule: ") + e.what() + " or ring (adaptive)");
+  }
+  const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const std::string trace_dir = a.str("trace-dir", "");
+  MoeLayer layer(c, *tr, impl);
+  const int me = layer.ranks()[0]->rank;
+  if (me == 0) {
+    std::printf("run: %s, transport %s, EP=%d, T=%lld H=%d F=%d E=%d k=%d, gemm %s\n", sname.c_str(), tname.c_str(), c.ep,
+                static_cast<long long>(c.tokens), c.hidden, c.ffn, c.experts, c.top_k, to_string(impl));
+    std::printf("adaptive ring mode: %s (%s)\n", plan::to_string(choice.mode), choice.reason.c_str());
+  }
+  layer.allocate_inputs();
+  fill_inputs(layer, 99);
+  std::vector<double> totals;
+  for (int it = 0; it < iters + 1; ++it) {
+    for (auto& r : layer.ranks()) r->mem->reset_peak();
+    layer.allocate_outputs();
+    const auto t0 = std::chrono::steady_clock::now();
+    layer.run(s);
+    layer.synchronize();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (it > 0) totals.push_back(us);
+    if (it < iters) layer.free_outputs();
+  }
+  const auto hops = layer.hop_times();
+  const auto phases = layer.phase_times();
+  if (me == 0) {
+    std::printf("layer forward+backward (host wall, all local ranks): median %.1f us over %d iterations\n", median(totals), iters);
+    std::map<std::string, std::vector<double>> by;
+    for (auto& p : phases) by[p.name].push_back(p.dur_us);
+    for (auto& kv : by) std::printf("  phase %-26s median over ranks %10.1f us\n", kv.first.c_str(), median(kv.second));
+    std::map<std::pair<std::string, int>, std::vector<HopTime>> hb;
+    for (auto& h : hops) hb[{h.pass, h.hop}].push_back(h);
+    for (auto& kv : hb) {
+      std::vector<double> cc, xx, hh;
+      for (auto& h : kv.second) {
+        cc.push_back(h.compute_us);
+        xx.push_back(h.comm_us);
+        hh.push_back(h.hop_us);
+      }
+      std::printf("  %s hop %2d: compute %9.1f us, transfer %9.1f us, hop %9.1f us (median over ranks)\n", kv.first.first.c_str(),
+                  kv.first.second, median(cc), median(xx), median(hh));
+    }
+  }
+  if (!trace_dir.empty()) {
+    trace::Trace t;
+    t.manifest.producer = "moehub-gpu run";
+    t.manifest.device = device_name(tr->device_of(me));
+    t.manifest.date = now_utc();
+    t.manifest.ranks = c.ep;
+    t.manifest.hidden = c.hidden;
+    t.manifest.ffn = c.ffn;
+    t.manifest.experts = c.experts;
+    t.manifest.top_k = c.top_k;
+    t.manifest.extra["schedule"] = sname;
+    t.manifest.extra["transport"] = tname;
+    t.manifest.extra["ep"] = std::to_string(c.ep);
+    t.manifest.extra["tokens_per_rank"] = std::to_string(c.tokens);
+    t.manifest.extra["gemm_impl"] = to_string(impl);
+    t.manifest.extra["adaptive_mode"] = plan::to_string(choice.mode);
+    t.manifest.extra["adaptive_reason"] = choice.reason;
+    std::ostringstream tl;
+    tl << "{\"traceEvents\":[";
+    bool first = true;
+    auto ev = [&](int pid, const std::string& tid, const std::string& name, double ts, double dur) {
+      if (dur <= 0) return;
+      tl << (first ? "" : ",") << "{\"name\":\"" << name << "\",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":\"" << tid
+         << "\",\"ts\":" << ts << ",\"dur\":" << dur << "}";
+      first = false;
+    };
+    for (auto& p : phases) ev(p.rank, p.unit, p.name, p.start_us, p.dur_us);
+    tl << "]}";
+    for (auto& rp : layer.ranks()) {
+      Rank& r = *rp;
+      trace::RankRouting rr;
+      rr.rank = r.rank;
+      rr.tokens = c.tokens;
+      rr.top_k = c.top_k;
+      rr.topk_ids = download(r.out.topk_ids, static_cast<std::size_t>(c.tokens * c.top_k), r.comp);
+      rr.topk_weights = download(r.out.topk_weights, static_cast<std::size_t>(c.tokens * c.top_k), r.comp);
+      t.routing.push_back(std::move(rr));
+      for (auto& m : r.mem->timeline()) t.memory.push_back({r.rank, m.t_us, m.bytes_in_use, m.peak_bytes});
+    }
+    for (auto& h : hops) t.hops.push_back({h.rank, h.pass, h.mode, h.hop, h.compute_us, h.comm_us, h.hop_us});
+    // GEMM table: the forward expert GEMMs at rank 0's received rows, each implementation
+    {
+      Rank& r = *layer.ranks()[0];
+      std::vector<std::int64_t> rows;
+      for (int i = 0; i < c.local_experts(); ++i) {
+        std::int64_t per = 0;
+        for (int q = 0; q < c.ep; ++q) per += r.count_matrix[static_cast<std::size_t>(q * c.experts + r.rank * c.local_experts() + i)];
+        rows.push_back(per);
+      }
+      bench_shapes("rank0", c.hidden, c.ffn, rows, t.gemm, false);
+    }
+    layer.free_outputs();
+    if (tname == "nccl") {
+      std::string d = trace_dir + "/rank" + std::to_string(me);
+      trace::write_trace(d, t, tl.str());
+      std::printf("rank %d: trace written to %s\n", me, d.c_str());
+    } else {
+      trace::write_trace(trace_dir, t, tl.str());
+      const trace::Trace back = trace::read_trace(trace_dir);
+      std::printf("trace written to %s and read back: %zu routing files, %zu gemm rows, %zu hop rows, %zu memory samples\n",
+                  trace_dir.c_str(), back.routing.size(), back.gemm.size(), back.hops.size(), back.memory.size());
+    }
+  }
+  return 0;
+}
+
+}  // namespace moehub::gpu

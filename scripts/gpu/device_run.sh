@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
+# command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
+# gemm, memory, hop, run, tests. Each stage has a time limit; a failing stage does not stop
+# the others. The trace of `run` comes back as $OUT/trace.tar.gz.
+#   scripts/gpu/device_run.sh build check sanitize gemm
+set -u
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/out-gpu}"
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0   # leave NVLink multicast off on shared machines
+BIN=build/gpu/host/gpu/moehub-gpu
+stage() {  # stage <name> <seconds> <command...>
+  local name=$1 secs=$2; shift 2
+  echo "=== $name: $*" | tee -a "$OUT/summary.log"
+  local t0=$(date +%s)
+  timeout "$secs" "$@" > "$OUT/stage.tmp" 2>&1
+  local rc=$?
+  { echo "=== $name: $*"; cat "$OUT/stage.tmp"; echo "=== $name: rc=$rc"; } >> "$OUT/log.txt"
+  rm -f "$OUT/stage.tmp"
+  echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"
+  grep -v "^\[" "$OUT/log.txt" | sed -n "/^=== $name: /,\$p" | tail -n 30
+  return 0
+}
+date -u +"date: %Y-%m-%dT%H:%M:%SZ" | tee -a "$OUT/summary.log"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/summary.log"
+for s in "$@"; do
+  case "$s" in
+    build)
+      stage build 400 bash -c "cmake --preset gpu && cmake --build --preset gpu -j16" ;;
+    check)
+      stage check 300 "$BIN" check ;;
+    check-big)
+      stage check_big 300 "$BIN" check --ep 1,8,16,32 --tokens 256 --hidden 512 --ffn 256 --experts 64 --top-k 8 ;;
+    sanitize)
+      stage memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" check --ep 1,2 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2
+      stage racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
+    gemm)
+      stage bench_gemm 200 "$BIN" bench-gemm
+      stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;
+    memory)
+      stage memory 400 "$BIN" memory --ep 8,16,32,64 ;;
+    hop)
+      stage bench_hop 120 "$BIN" bench-hop ;;
+    run)
+      stage run 200 "$BIN" run --schedule ring --ep 8 --tokens 8192 --trace-dir /tmp/moehub-trace
+      stage run_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 8192
+      tar -C /tmp -czf "$OUT/trace.tar.gz" moehub-trace ;;
+    tests)
+      stage ctest 200 ctest --test-dir build/gpu -L gpu --output-on-failure ;;
+    *) echo "unknown stage $s" ;;
+  esac
+done
+cat "$OUT/summary.log"
