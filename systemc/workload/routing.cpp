@@ -204,27 +204,33 @@ std::vector<double> normal_popularity(const ModelConfig& model, const WorkloadCo
     hi = std::min(2.0 * hi, kScaleCap);
     f_hi = excess(hi);
   }
-  // Illinois variant of regula falsi on the bracket [lo, hi].
+  // Illinois variant of regula falsi on the bracket [lo, hi]: g_lo and g_hi
+  // are the (down-weighted) end values that steer the secant; the best point
+  // seen and its true excess are kept apart from them.
   const double tol = 1e-6 * target;
-  int side = 0;
   double s = std::abs(f_lo) < std::abs(f_hi) ? lo : hi;
-  for (int it = 0; it < 100 && std::abs(f_hi) > tol && std::abs(f_lo) > tol; ++it) {
-    s = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
-    if (!(s > lo && s < hi)) s = 0.5 * (lo + hi);
-    const double f = excess(s);
-    if (std::abs(f) <= tol) break;
+  double f_s = std::min(std::abs(f_lo), std::abs(f_hi));
+  double g_lo = f_lo, g_hi = f_hi;
+  int side = 0;
+  for (int it = 0; it < 200 && f_s > tol && hi - lo > 1e-15 * hi; ++it) {
+    double m = (lo * g_hi - hi * g_lo) / (g_hi - g_lo);
+    if (!(m > lo && m < hi)) m = 0.5 * (lo + hi);
+    const double f = excess(m);
+    if (std::abs(f) < f_s) {
+      s = m;
+      f_s = std::abs(f);
+    }
     if (f < 0.0) {
-      lo = s;
-      f_lo = f;
-      if (side == -1) f_hi *= 0.5;
+      lo = m;
+      g_lo = f;
+      if (side == -1) g_hi *= 0.5;
       side = -1;
     } else {
-      hi = s;
-      f_hi = f;
-      if (side == +1) f_lo *= 0.5;
+      hi = m;
+      g_hi = f;
+      if (side == +1) g_lo *= 0.5;
       side = +1;
     }
-    s = std::abs(f_lo) < std::abs(f_hi) ? lo : hi;
   }
   return normal_shape(zhat, s);
 }
