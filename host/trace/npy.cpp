@@ -222,16 +222,24 @@ template <typename T> NpyArray<T> read_npy(const std::string& path) {
   NpyArray<T> arr;
   arr.shape = h.shape;
   const std::size_t n = element_count(path, h.shape);
-  arr.data.resize(n);
   const std::size_t want = n * sizeof(T);
-  if (want) in.read(reinterpret_cast<char*>(arr.data.data()), static_cast<std::streamsize>(want));
-  const auto got = static_cast<std::size_t>(in.gcount());
-  if (want && got != want)
+  // compare with the file size before allocating: a corrupt shape must not allocate
+  const std::streampos data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff have_off = in.tellg() - data_start;
+  in.seekg(data_start);
+  const auto have = static_cast<std::size_t>(have_off < 0 ? 0 : have_off);
+  if (have < want)
     throw TraceError(path, "truncated data: shape " + shape_text(h.shape) + " needs " +
-                               std::to_string(want) + " bytes, file has " + std::to_string(got));
-  if (in.peek() != std::char_traits<char>::eof())
-    throw TraceError(path, "trailing bytes after the " + std::to_string(want) + " data bytes of shape " +
-                               shape_text(h.shape));
+                               std::to_string(want) + " bytes, file has " + std::to_string(have));
+  if (have > want)
+    throw TraceError(path, "trailing bytes: shape " + shape_text(h.shape) + " needs " + std::to_string(want) +
+                               " data bytes, file has " + std::to_string(have));
+  arr.data.resize(n);
+  if (want) {
+    in.read(reinterpret_cast<char*>(arr.data.data()), static_cast<std::streamsize>(want));
+    if (static_cast<std::size_t>(in.gcount()) != want) throw TraceError(path, "read failed");
+  }
   return arr;
 }
 

@@ -120,7 +120,7 @@ TEST(Npy, RejectsMalformedFilesNamingThem) {
   put(p, b.substr(0, b.size() - 3));
   expect_error(read_f, p, "truncated data");
   put(p, b + "xx");
-  expect_error(read_f, p, "trailing bytes");
+  expect_error(read_f, p, "trailing bytes");  // two bytes too many
   put(p, b.substr(0, 20));
   expect_error(read_f, p, "truncated .npy header");
   std::string v2 = b;
@@ -146,6 +146,42 @@ TEST(Npy, RejectsMalformedFilesNamingThem) {
   const fs::path missing = dir / "missing.npy";
   expect_error([&] { moehub::trace::read_npy<float>(missing.string()); }, missing, "cannot open");
   expect_error([&] { moehub::trace::write_npy(p.string(), {3}, std::vector<float>{1, 2}); }, p, "holds 3 elements");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Npy, CorruptHeadersNeverCrashOrAllocateBlindly) {
+  const fs::path dir = scratch();
+  const fs::path good = dir / "good.npy";
+  moehub::trace::write_npy(good.string(), {3, 2}, std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
+  const std::string b = bytes_of(good);
+  const fs::path p = dir / "bad.npy";
+  // an absurd shape in a small file is a truncation error, not an allocation
+  std::string huge = b;
+  huge.replace(huge.find("(3, 2)"), 6, "(99999999999, 99999)");
+  put(p, huge);
+  expect_error([&] { moehub::trace::read_npy<std::int32_t>(p.string()); }, p, "truncated data");
+  // every truncation and every single-byte change either reads or throws TraceError
+  int rejected = 0;
+  for (std::size_t len = 0; len < b.size(); ++len) {
+    put(p, b.substr(0, len));
+    EXPECT_THROW(moehub::trace::read_npy<std::int32_t>(p.string()), TraceError) << "length " << len;
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    for (const char c : {'\0', '9', ')', '\xff'}) {
+      std::string m = b;
+      m[i] = c;
+      put(p, m);
+      try {
+        moehub::trace::read_npy<std::int32_t>(p.string());
+      } catch (const TraceError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
 }
 
 }  // namespace

@@ -348,3 +348,37 @@ TEST(TraceWriter, RejectsInvalidTracesWithoutWritingAnything) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TraceErrors, AnySingleByteDamageReadsOrThrowsTraceError) {
+  // robustness: no crash and no other exception type, whatever byte of whatever file
+  // of the trace is changed
+  const fs::path dir = scratch();
+  write_trace(dir.string(), sample(), kTimeline);
+  int rejected = 0, runs = 0;
+  for (const char* name : {"manifest.json", "gemm_timings.csv", "hop_timings.csv", "memory.csv", "timeline.json",
+                           "routing/rank0_topk_ids.npy", "routing/rank1_topk_weights.npy"}) {
+    const fs::path p = dir / name;
+    const std::string original = text_of(p);
+    for (std::size_t i = 0; i < original.size(); ++i) {
+      for (const char c : {'\0', '"', '9', ',', '\n', '\xff'}) {
+        std::string damaged = original;
+        damaged[i] = c;
+        put(p, damaged);
+        ++runs;
+        try {
+          read_trace(dir.string());
+        } catch (const TraceError& e) {
+          ++rejected;
+          EXPECT_FALSE(e.file().empty());
+        }
+      }
+    }
+    put(p, original);
+  }
+  EXPECT_GT(rejected, runs / 4) << "most damage must be detected";
+  EXPECT_NO_THROW(read_trace(dir.string()));
+}
+
+}  // namespace
