@@ -458,7 +458,7 @@ std::vector<double> inclusion_probabilities(const std::vector<double>& p, int to
   const double y_a = std::log(t_a);
   const double y_b = std::max(
       std::log(40.0) - std::log(std::max(p_min, std::numeric_limits<double>::denorm_min())), y_a + 1.0);
-  constexpr double kStep = 0.04;  // in ln t; Simpson error well below 1e-7 (tested)
+  constexpr double kStep = 0.08;  // in ln t; differs from a 0.01 step by < 1e-8 (measured)
   std::size_t intervals = static_cast<std::size_t>(std::ceil((y_b - y_a) / kStep));
   intervals += intervals % 2;  // Simpson needs an even count
   const double h = (y_b - y_a) / static_cast<double>(intervals);
