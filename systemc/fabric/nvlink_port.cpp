@@ -20,9 +20,9 @@ NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& 
 }
 
 void NvlinkPort::release_until(Tick t) {
-  while (!pending_.empty() && pending_.top().first <= t) {
-    credits_available_ += pending_.top().second;
-    pending_.pop();
+  while (!pending_.empty() && pending_.front().first <= t) {
+    credits_available_ += pending_.front().second;
+    pending_.pop_front();
   }
 }
 
@@ -33,7 +33,7 @@ Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) {
     if (pending_.empty()) {
       throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
     }
-    start = std::max(start, pending_.top().first);
+    start = std::max(start, pending_.front().first);
     release_until(start);
   }
   return start;
@@ -64,7 +64,10 @@ void NvlinkPort::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
   out->b_transport(gp, down);
   // the receiver reported when the packet left its input buffer: credits are
   // back at the transmitter one link latency later
-  if (flits > 0) pending_.emplace(ext->buffer_exit + latency_, flits);
+  if (flits > 0) {
+    const Tick back = ext->buffer_exit + latency_;
+    pending_.emplace_back(pending_.empty() ? back : std::max(back, pending_.back().first), flits);
+  }
   delay = down;
 }
 

@@ -5,7 +5,7 @@
 // Timing: the transmitter is a bandwidth server over flits (16-byte flits,
 // header flits included); a packet may start only when the receiver has
 // credits for all of its flits; credits come back when the packet leaves the
-// receiver's input buffer, one link latency later. Arrival at the far end is
+// receiver's input buffer, one link latency later, in sending order. Arrival at the far end is
 // start + serialisation + link latency (store and forward).
 #pragma once
 
@@ -13,8 +13,7 @@
 #include <tlm>
 
 #include <cstdint>
-#include <functional>
-#include <queue>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,7 +65,10 @@ class NvlinkPort : public sc_core::sc_module,
   Tick latency_;
   BandwidthServer server_;
   std::uint32_t credits_available_;
-  std::priority_queue<Release, std::vector<Release>, std::greater<Release>> pending_;
+  // Credits come back in the order the packets were sent (a FIFO, as a
+  // credit counter sees them); a packet that leaves the far buffer early
+  // returns its credits no earlier than those sent before it.
+  std::deque<Release> pending_;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t write_packets_ = 0;

@@ -69,15 +69,19 @@ Hub::Candidate Hub::pick() {
     best.ready = best_ready;
     best.start = ports_[static_cast<std::size_t>(plane)]->earliest_start(best_ready, head.flits);
   }
+  // Responses travel on the plane of the write they answer; each port sends
+  // a waiting response before new data (a response ready by the time the
+  // data would start goes first, even if it leaves on another port a little
+  // later: ports are independent, so this reorders processing by at most a
+  // packet time, and keeps responses from queueing behind a whole collective).
   if (!responses_q_.empty()) {
     const Response& r = responses_q_.top();
-    const Tick start = ports_[static_cast<std::size_t>(r.plane)]->earliest_start(r.ready, ack_flits_ * r.packets);
-    if (!best.valid || start <= best.start) {
+    if (!best.valid || r.ready <= best.start) {
       best.valid = true;
       best.response = true;
       best.plane = r.plane;
       best.ready = r.ready;
-      best.start = start;
+      best.start = ports_[static_cast<std::size_t>(r.plane)]->earliest_start(r.ready, ack_flits_ * r.packets);
     }
   }
   return best;
