@@ -6,7 +6,11 @@
 #include "moe_ref.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -53,6 +57,8 @@ void check_weights(const LayerShape& s, const ExpertWeights& w) {
 }
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+std::atomic<int> g_threads{0};  // 0: std::thread::hardware_concurrency()
 
 // The (token, slot) pairs routed to each expert, in token order.
 struct Assignment { std::int64_t token; int slot; };
@@ -120,6 +126,40 @@ void transpose(std::size_t rows, std::size_t cols, const double* m, double* t) {
     for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
 }
 
+// Runs work(e) for every expert with rows, on up to num_threads() threads, the experts
+// with most rows first. Every expert is handled by exactly one thread and writes only
+// its own outputs, so the results do not depend on the number of threads.
+template <typename Work>
+void parallel_over_experts(const std::vector<std::vector<Assignment>>& rows_of, Work work) {
+  std::vector<std::size_t> order;
+  for (std::size_t e = 0; e < rows_of.size(); ++e)
+    if (!rows_of[e].empty()) order.push_back(e);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rows_of[a].size() > rows_of[b].size(); });
+  const std::size_t threads = std::min(order.size(), static_cast<std::size_t>(num_threads()));
+  if (threads <= 1) {
+    for (const std::size_t e : order) work(e);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    try {
+      for (std::size_t i; (i = next.fetch_add(1)) < order.size();) work(order[i]);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next.store(order.size());
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
 // Forward of one expert on a block of gathered rows: gate, up, act ([rows][F]).
 void expert_hidden(std::size_t rows, std::size_t H, std::size_t F, const double* xb,
                    const double* wg, const double* wu, double* g, double* u, double* act) {
@@ -131,6 +171,14 @@ void expert_hidden(std::size_t rows, std::size_t H, std::size_t F, const double*
 }
 
 }  // namespace
+
+void set_num_threads(int n) { g_threads.store(n > 0 ? n : 0); }
+
+int num_threads() {
+  const int n = g_threads.load();
+  if (n > 0) return n;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 RouterOutput router_forward(const LayerShape& s, const std::vector<double>& x,
                             const std::vector<double>& w_router) {
@@ -174,11 +222,12 @@ std::vector<double> experts_forward(const LayerShape& s, const std::vector<doubl
   check_size("x", x.size(), T * H);
   check_routing(s, topk_ids, topk_weights);
   check_weights(s, w);
-  std::vector<double> out(T * H, 0.0);
   const auto rows_of = group_by_expert(s, topk_ids);
-  std::vector<double> xb(kRowBlock * H), g(kRowBlock * F), u(kRowBlock * F),
-      act(kRowBlock * F), y(kRowBlock * H);
-  for (std::size_t e = 0; e < rows_of.size(); ++e) {
+  // y of every (token, slot), then the weighted sum over the slots in slot order
+  std::vector<double> y_rows(T * K * H, 0.0);
+  parallel_over_experts(rows_of, [&](std::size_t e) {
+    std::vector<double> xb(kRowBlock * H), g(kRowBlock * F), u(kRowBlock * F), act(kRowBlock * F),
+        y(kRowBlock * H);
     const double* wg = &w.w_gate[e * H * F];
     const double* wu = &w.w_up[e * H * F];
     const double* wd = &w.w_down[e * F * H];
@@ -192,12 +241,18 @@ std::vector<double> experts_forward(const LayerShape& s, const std::vector<doubl
       gemm_acc(nb, F, H, act.data(), wd, y.data());
       for (std::size_t r = 0; r < nb; ++r) {
         const Assignment& a = rows[r0 + r];
-        const double wt = topk_weights[sz(a.token) * K + sz(a.slot)];
-        double* o = &out[sz(a.token) * H];
-        for (std::size_t h = 0; h < H; ++h) o[h] += wt * y[r * H + h];
+        std::copy_n(&y[r * H], H, &y_rows[(sz(a.token) * K + sz(a.slot)) * H]);
       }
     }
-  }
+  });
+  std::vector<double> out(T * H, 0.0);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t j = 0; j < K; ++j) {
+      const double wt = topk_weights[t * K + j];
+      const double* yr = &y_rows[(t * K + j) * H];
+      double* o = &out[t * H];
+      for (std::size_t h = 0; h < H; ++h) o[h] += wt * yr[h];
+    }
   return out;
 }
 
@@ -213,21 +268,22 @@ ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
   check_routing(s, topk_ids, topk_weights);
   check_weights(s, w);
   ExpertGrads gr;
-  gr.d_x.assign(T * H, 0.0);
   gr.d_topk_weights.assign(T * K, 0.0);
   gr.d_w_gate.assign(E * H * F, 0.0);
   gr.d_w_up.assign(E * H * F, 0.0);
   gr.d_w_down.assign(E * F * H, 0.0);
   const auto rows_of = group_by_expert(s, topk_ids);
-  std::vector<double> xb(kRowBlock * H), dy(kRowBlock * H), g(kRowBlock * F),
-      u(kRowBlock * F), act(kRowBlock * F), da(kRowBlock * F), dg(kRowBlock * F),
-      du(kRowBlock * F), dxb(kRowBlock * H), tmp(kRowBlock * H);
-  std::vector<double> wg_t(F * H), wu_t(F * H), wd_t(H * F);  // transposed weights of one expert
-  for (std::size_t e = 0; e < E; ++e) {
+  // d_x of every (token, slot), summed over the slots in slot order at the end; each
+  // expert's weight gradients are written by the one thread that handles the expert
+  std::vector<double> dx_rows(T * K * H, 0.0);
+  parallel_over_experts(rows_of, [&](std::size_t e) {
+    std::vector<double> xb(kRowBlock * H), dy(kRowBlock * H), g(kRowBlock * F), u(kRowBlock * F),
+        act(kRowBlock * F), da(kRowBlock * F), dg(kRowBlock * F), du(kRowBlock * F), dxb(kRowBlock * H),
+        tmp(kRowBlock * H);
+    std::vector<double> wg_t(F * H), wu_t(F * H), wd_t(H * F);  // transposed weights of the expert
     const double* wg = &w.w_gate[e * H * F];
     const double* wu = &w.w_up[e * H * F];
     const double* wd = &w.w_down[e * F * H];
-    if (rows_of[e].empty()) continue;
     transpose(H, F, wg, wg_t.data());
     transpose(H, F, wu, wu_t.data());
     transpose(F, H, wd, wd_t.data());
@@ -269,11 +325,18 @@ ExpertGrads experts_backward(const LayerShape& s, const std::vector<double>& x,
       gemm_acc(nb, F, H, dg.data(), wg_t.data(), dxb.data());
       gemm_acc(nb, F, H, du.data(), wu_t.data(), dxb.data());
       for (std::size_t r = 0; r < nb; ++r) {
-        double* dxt = &gr.d_x[sz(rows[r0 + r].token) * H];
-        for (std::size_t h = 0; h < H; ++h) dxt[h] += dxb[r * H + h];
+        const Assignment& a = rows[r0 + r];
+        std::copy_n(&dxb[r * H], H, &dx_rows[(sz(a.token) * K + sz(a.slot)) * H]);
       }
     }
-  }
+  });
+  gr.d_x.assign(T * H, 0.0);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t j = 0; j < K; ++j) {
+      const double* dr = &dx_rows[(t * K + j) * H];
+      double* d = &gr.d_x[t * H];
+      for (std::size_t h = 0; h < H; ++h) d[h] += dr[h];
+    }
   return gr;
 }
 

@@ -3,8 +3,9 @@
 //
 // Every tensor is a row-major std::vector<double>. The reference is the ground truth
 // the GPU kernels (bf16 with fp32 accumulation) are checked against, so it is written
-// as plain loops in float64 that follow the formulas below; the loops are blocked over
-// tokens so that layers of a few thousand tokens run in seconds on one core.
+// as plain loops in float64 that follow the formulas below; the loops are tiled so that
+// layers of a few thousand tokens run in seconds on one core, and the experts are spread
+// over threads (set_num_threads) without changing a bit of the results.
 //
 //   logits[t][e] = sum_h x[t][h] * w_router[h][e]
 //   probs[t]     = softmax(logits[t])
@@ -70,6 +71,12 @@ ExpertGrads experts_backward(const LayerShape&, const std::vector<double>& x,
 /// d_logits[t][e] = w_e * (d_w_e - sum_j w_j d_w_j) for selected e and 0 otherwise.
 std::vector<double> router_backward(const LayerShape&, const RouterOutput&,
                                     const std::vector<double>& d_topk_weights);
+
+/// Threads used by experts_forward / experts_backward (experts are spread over them;
+/// the results are bit-identical for any count). n <= 0 restores the default, the
+/// hardware concurrency.
+void set_num_threads(int n);
+int num_threads();
 
 /// ||got - ref||_2 / ||ref||_2 over n elements. Returns +inf when any element of got or
 /// ref is NaN or infinite; returns ||got||_2 (0 when equal) when ||ref|| is 0.

@@ -268,3 +268,33 @@ TEST(MoeRef, RelativeErrorOnKnownVectors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(MoeRef, ResultsDoNotDependOnTheThreadCount) {
+  const LayerShape s{300, 16, 8, 12, 3};
+  std::mt19937_64 rng(9);
+  const auto x = random_vec(static_cast<std::size_t>(s.tokens * s.hidden), rng);
+  const auto w_router = random_vec(static_cast<std::size_t>(s.hidden * s.experts), rng);
+  const auto w = random_weights(s, rng, 0.4);
+  const auto d_out = random_vec(static_cast<std::size_t>(s.tokens * s.hidden), rng);
+  const auto ro = moehub::ref::router_forward(s, x, w_router);
+  moehub::ref::set_num_threads(1);
+  EXPECT_EQ(moehub::ref::num_threads(), 1);
+  const auto out1 = moehub::ref::experts_forward(s, x, ro.topk_ids, ro.topk_weights, w);
+  const auto g1 = moehub::ref::experts_backward(s, x, ro.topk_ids, ro.topk_weights, w, d_out);
+  moehub::ref::set_num_threads(5);
+  EXPECT_EQ(moehub::ref::num_threads(), 5);
+  const auto out5 = moehub::ref::experts_forward(s, x, ro.topk_ids, ro.topk_weights, w);
+  const auto g5 = moehub::ref::experts_backward(s, x, ro.topk_ids, ro.topk_weights, w, d_out);
+  moehub::ref::set_num_threads(0);
+  EXPECT_GE(moehub::ref::num_threads(), 1);
+  EXPECT_EQ(out1, out5);  // bit-identical
+  EXPECT_EQ(g1.d_x, g5.d_x);
+  EXPECT_EQ(g1.d_topk_weights, g5.d_topk_weights);
+  EXPECT_EQ(g1.d_w_gate, g5.d_w_gate);
+  EXPECT_EQ(g1.d_w_up, g5.d_w_up);
+  EXPECT_EQ(g1.d_w_down, g5.d_w_down);
+}
+
+}  // namespace
