@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -163,7 +164,8 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   ck(kernels::fill_random_bf16(x, M * H, 11, 1.0f, s), "fill");
   ck(kernels::fill_random_bf16(w, 3 * G * static_cast<std::int64_t>(HF), 12, 0.05f, s), "fill");
   ck(kernels::fill_random_bf16(y, M * 2 * F, 13, 1.0f, s), "fill");
-  GemmRunner g(s);
+  auto runner = std::make_unique<GemmRunner>(s);  // destroyed before its stream
+  GemmRunner& g = *runner;
   // gate and up each write their own contiguous [rows][F] block (as in the layer)
   auto call_gu_contig = [&]() {
     GemmCall c;
@@ -198,6 +200,7 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
     if (print)
       std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(),
                   name.c_str(), t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+    std::fflush(stdout);
   }
   // dense GEMMs of the same FLOPs: [M][H] x [H][2F] and [M][F] x [F][H]
   GemmCall d1, d2;
@@ -210,6 +213,7 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   if (print)
     std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(), "dense-same-flops",
                 t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+  runner.reset();
   MOEHUB_CUDA_CHECK(cudaFreeAsync(x, s));
   MOEHUB_CUDA_CHECK(cudaFreeAsync(w, s));
   MOEHUB_CUDA_CHECK(cudaFreeAsync(y, s));
@@ -223,12 +227,21 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
 int cmd_memory(const Args& a) {
   LayerConfig base = layer_args(a, 49152, 2048, 768, 128, 8);
   const auto eps = a.int_list("ep", "8", 1, 256);
-  const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
+  const auto scheds = a.str_list("schedules", "ring-expert,ring-token,a2a", {"a2a", "ring-expert", "ring-token"});
   const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  for (std::int64_t ep : eps) {
+    LayerConfig c = base;
+    c.ep = static_cast<int>(ep);
+    try {
+      validate(c);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("memory: --ep ") + std::to_string(ep) + ": " + e.what());
+    }
+  }
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
               static_cast<long long>(base.tokens), base.hidden, base.ffn, base.experts, base.top_k, device_name(0).c_str());
-  std::printf("%-4s %-12s %14s %14s %14s %14s %16s  %s\n", "ep", "schedule", "peak_max_GiB", "peak_mean_GiB",
-              "pool_high_GiB", "plan_GiB", "a2a/this", "largest buffers at rank 0's peak");
+  std::printf("%-4s %-12s %13s %15s %14s %14s  %s\n", "ep", "schedule", "peak_max_GiB", "above_inputs_GiB",
+              "pool_high_GiB", "plan_GiB", "largest buffers at rank 0's peak");
   for (std::int64_t ep : eps) {
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -237,22 +250,28 @@ int cmd_memory(const Args& a) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("memory: ") + e.what());
     }
-    std::map<std::string, double> peak_of;
+    std::map<std::string, double> peak_of, above_of;
     try {
       auto tr = make_folded_transport(c.ep, 0);
       MoeLayer layer(c, *tr, impl);
       layer.allocate_inputs();
       fill_inputs(layer, 1234);
       for (const std::string& sn : scheds) {
-        std::vector<std::int64_t> peaks, pools;
+        std::vector<std::int64_t> peaks, pools, above;
         std::string top;
         try {
-          for (auto& r : layer.ranks()) r->mem->reset_peak();
+          std::vector<std::int64_t> base_bytes;
+          for (auto& r : layer.ranks()) {
+            r->mem->reset_peak();
+            base_bytes.push_back(r->mem->in_use());
+          }
           layer.allocate_outputs();
           layer.run(parse_schedule(sn));
           layer.synchronize();
-          for (auto& r : layer.ranks()) {
-            peaks.push_back(r->mem->peak() - 0);
+          for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
+            auto& r = layer.ranks()[i];
+            peaks.push_back(r->mem->peak());
+            above.push_back(r->mem->peak() - base_bytes[i]);
             pools.push_back(r->mem->pool_used_high());
           }
           std::vector<std::pair<std::int64_t, std::string>> bufs;
@@ -269,13 +288,14 @@ int cmd_memory(const Args& a) {
           for (auto& r : layer.ranks()) r->mem->trim();
           const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
           const double mean = static_cast<double>(std::accumulate(peaks.begin(), peaks.end(), std::int64_t{0})) / static_cast<double>(peaks.size());
+          (void)mean;
+          const double ab = static_cast<double>(*std::max_element(above.begin(), above.end()));
           peak_of[sn] = mx;
-          char ratio[32] = "-";
-          if (peak_of.count("a2a")) std::snprintf(ratio, sizeof ratio, "%.2fx", peak_of["a2a"] / mx);
-          std::printf("%-4lld %-12s %14s %14s %14s %14s %16s  %s(plan peak phase: %s)\n", static_cast<long long>(ep), sn.c_str(),
-                      gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(mean)).c_str(),
+          above_of[sn] = ab;
+          std::printf("%-4lld %-12s %13s %15s %14s %14s  %s(plan peak phase: %s)\n", static_cast<long long>(ep), sn.c_str(),
+                      gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(ab)).c_str(),
                       gib(*std::max_element(pools.begin(), pools.end())).c_str(),
-                      gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), ratio, top.c_str(), bp.peak_phase.c_str());
+                      gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), top.c_str(), bp.peak_phase.c_str());
         } catch (const std::runtime_error& e) {
           std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
           cudaGetLastError();
@@ -283,6 +303,12 @@ int cmd_memory(const Args& a) {
         }
         std::fflush(stdout);
       }
+      for (const char* ring : {"ring-expert", "ring-token"}) {
+        if (peak_of.count("a2a") && peak_of.count(ring))
+          std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep), ring,
+                      peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
+      }
+      std::fflush(stdout);
     } catch (const std::runtime_error& e) {
       std::printf("%-4lld inputs do not fit on this GPU folded: %s\n", static_cast<long long>(ep), e.what());
     }
@@ -340,6 +366,7 @@ int cmd_bench_hop(const Args& a) {
   auto* ha = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
   auto* out = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.H) * 4));
   auto* tw = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.K) * 4));
+  auto* dtw = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.K) * 4));
   auto* src = static_cast<std::int32_t*>(al(static_cast<std::size_t>(M) * 4));
   std::vector<std::int32_t> hsrc(static_cast<std::size_t>(M));
   for (std::int64_t i = 0; i < M; ++i) hsrc[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919) % (d.T * d.K));
@@ -352,7 +379,8 @@ int cmd_bench_hop(const Args& a) {
   MOEHUB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(d.T * d.H) * 4, comp));
   MOEHUB_CUDA_CHECK(cudaMemsetAsync(g0, 0, wbytes * 2, comp));
   MOEHUB_CUDA_CHECK(cudaStreamSynchronize(comp));
-  GemmRunner g(comp);
+  auto runner = std::make_unique<GemmRunner>(comp);  // destroyed before its stream
+  GemmRunner& g = *runner;
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
   auto fwd = [&]() {
     ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
@@ -372,7 +400,7 @@ int cmd_bench_hop(const Args& a) {
     }
     g.run(gu, impl);
     expert_da(g, impl, d, rows, hd, w0, ha);
-    ck(kernels::swiglu_backward(hg, hu, ha, M, static_cast<int>(d.F), src, tw, hg, hu, ha, tw, false, comp), "swiglu_bwd");
+    ck(kernels::swiglu_backward(hg, hu, ha, M, static_cast<int>(d.F), src, tw, hg, hu, ha, dtw, false, comp), "swiglu_bwd");
     expert_dx(g, impl, d, rows, hg, hu, w0, hy);
     ck(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp), "scatter");
     expert_dw(g, impl, d, rows, hx, hg, hu, ha, hd, g0, 1.f);
@@ -412,12 +440,14 @@ int cmd_bench_hop(const Args& a) {
     std::printf("%s hop: compute %.1f us, copy %.1f us (%.1f MB, %.0f GB/s), overlapped %.1f us = %.3fx max(compute, copy)\n",
                 b ? "bwd" : "fwd", tc, tx, static_cast<double>(bytes) / 1e6, static_cast<double>(bytes) / tx * 1e-3, tb,
                 tb / std::max(tc, tx));
+    std::fflush(stdout);
   }
+  runner.reset();
   for (cudaEvent_t e : {e0, e1, e2, e3}) cudaEventDestroy(e);
   for (void* p : {static_cast<void*>(xs), static_cast<void*>(dout), static_cast<void*>(w0), static_cast<void*>(w1),
                   static_cast<void*>(g0), static_cast<void*>(g1), static_cast<void*>(hx), static_cast<void*>(hd),
                   static_cast<void*>(hy), static_cast<void*>(hg), static_cast<void*>(hu), static_cast<void*>(ha),
-                  static_cast<void*>(out), static_cast<void*>(tw), static_cast<void*>(src)})
+                  static_cast<void*>(out), static_cast<void*>(tw), static_cast<void*>(dtw), static_cast<void*>(src)})
     cudaFree(p);
   cudaStreamDestroy(comp);
   cudaStreamDestroy(copy);
