@@ -141,32 +141,33 @@ __global__ void gather_rows_kernel(const bf16_t* src, const std::int32_t* index,
   }
 }
 
-__global__ void swiglu_fwd_kernel(const bf16_t* g, const bf16_t* u, std::int64_t n, bf16_t* a) {
+__global__ void swiglu_fwd_kernel(const bf16_t* gu, std::int64_t n, int ffn, bf16_t* a) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float gv = ld(g, i);
-    st(a, i, gv * sigmoidf(gv) * ld(u, i));
+    const std::int64_t r = i / ffn, f = i - r * ffn;
+    const float gv = ld(gu, r * 2 * ffn + f);
+    st(a, i, gv * sigmoidf(gv) * ld(gu, r * 2 * ffn + ffn + f));
   }
 }
 
-__global__ void swiglu_bwd_kernel(const bf16_t* g, const bf16_t* u, const bf16_t* da_in,
-                                  std::int64_t rows, int ffn, const std::int32_t* pair_src,
-                                  const float* w_by_src, bf16_t* dg, bf16_t* du, bf16_t* a_out,
-                                  float* dw_out, bool dw_by_row) {
+__global__ void swiglu_bwd_kernel(const bf16_t* gu, const bf16_t* da_in, std::int64_t rows, int ffn,
+                                  const std::int32_t* pair_src, const float* w_by_src, bf16_t* dgu,
+                                  bf16_t* a_out, float* dw_out, bool dw_by_row) {
   __shared__ float red[32];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float s = w_by_src ? w_by_src[pair_src[r]] : 1.0f;
     float dot = 0.f;
     for (int f = threadIdx.x; f < ffn; f += blockDim.x) {
       const std::int64_t i = r * ffn + f;
-      const float gv = ld(g, i), uv = ld(u, i), d = ld(da_in, i);
+      const std::int64_t ig = r * 2 * ffn + f, iu = ig + ffn;
+      const float gv = ld(gu, ig), uv = ld(gu, iu), d = ld(da_in, i);
       const float sg = sigmoidf(gv);
       const float silu = gv * sg;
       const float a = silu * uv;
       dot += a * d;
       const float da = s * d;
-      st(dg, i, da * uv * (sg * (1.0f + gv * (1.0f - sg))));
-      st(du, i, da * silu);
+      st(dgu, ig, da * uv * (sg * (1.0f + gv * (1.0f - sg))));
+      st(dgu, iu, da * silu);
       st(a_out, i, s * a);
     }
     if (dw_out) {
@@ -318,20 +319,20 @@ cudaError_t gather_rows(const bf16_t* src, const std::int32_t* index, int index_
   return cudaGetLastError();
 }
 
-cudaError_t swiglu_forward(const bf16_t* g, const bf16_t* u, std::int64_t n, bf16_t* a,
+cudaError_t swiglu_forward(const bf16_t* gu, std::int64_t rows, int ffn, bf16_t* a,
                            cudaStream_t stream) {
+  const std::int64_t n = rows * ffn;
   if (n == 0) return cudaSuccess;
-  swiglu_fwd_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(g, u, n, a);
+  swiglu_fwd_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(gu, n, ffn, a);
   return cudaGetLastError();
 }
 
-cudaError_t swiglu_backward(const bf16_t* g, const bf16_t* u, const bf16_t* da_in,
-                            std::int64_t rows, int ffn, const std::int32_t* pair_src,
-                            const float* weight_by_src, bf16_t* dg, bf16_t* du, bf16_t* a_out,
-                            float* d_weight, bool d_weight_by_row, cudaStream_t stream) {
+cudaError_t swiglu_backward(const bf16_t* gu, const bf16_t* da_in, std::int64_t rows, int ffn,
+                            const std::int32_t* pair_src, const float* weight_by_src, bf16_t* dgu,
+                            bf16_t* a_out, float* d_weight, bool d_weight_by_row, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   swiglu_bwd_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(
-      g, u, da_in, rows, ffn, pair_src, weight_by_src, dg, du, a_out, d_weight, d_weight_by_row);
+      gu, da_in, rows, ffn, pair_src, weight_by_src, dgu, a_out, d_weight, d_weight_by_row);
   return cudaGetLastError();
 }
 

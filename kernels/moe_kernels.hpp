@@ -45,20 +45,22 @@ cudaError_t gather_rows(const bf16_t* src, const std::int32_t* index, int index_
                         const float* scale_by_index, std::int64_t rows, int hidden,
                         bf16_t* dst, cudaStream_t stream);
 
-/// a = silu(g) * u elementwise over n values.
-cudaError_t swiglu_forward(const bf16_t* g, const bf16_t* u, std::int64_t n, bf16_t* a,
+/// SwiGLU over rows whose gate and up halves sit side by side: gu is [rows][2*ffn]
+/// with g = gu[r][0..ffn) and u = gu[r][ffn..2ffn); a[r][f] = silu(g) * u ([rows][ffn]).
+cudaError_t swiglu_forward(const bf16_t* gu, std::int64_t rows, int ffn, bf16_t* a,
                            cudaStream_t stream);
 
-/// SwiGLU backward over rows of `ffn` values. Given da_in (the gradient reaching
-/// a = silu(g) * u, unscaled when `weight_by_src` is non-null):
+/// SwiGLU backward over rows (layouts as swiglu_forward). Given da_in [rows][ffn] (the
+/// gradient reaching a = silu(g) * u, unscaled when `weight_by_src` is non-null):
 ///   s_i = weight_by_src[pair_src[i]] (or 1), da = s_i * da_in,
-///   dg = da * u * silu'(g), du = da * silu(g), a_out = s_i * silu(g) * u,
+///   dgu = [da * u * silu'(g) | da * silu(g)], a_out = s_i * silu(g) * u,
 ///   and when d_weight is non-null, d_weight[j] = <silu(g) * u, da_in>_row with
 ///   j = i when d_weight_by_row, else j = pair_src[i].
-cudaError_t swiglu_backward(const bf16_t* g, const bf16_t* u, const bf16_t* da_in,
-                            std::int64_t rows, int ffn, const std::int32_t* pair_src,
-                            const float* weight_by_src, bf16_t* dg, bf16_t* du, bf16_t* a_out,
-                            float* d_weight, bool d_weight_by_row, cudaStream_t stream);
+/// dgu may alias gu and a_out may alias da_in (each element is read before it is written
+/// by the same thread).
+cudaError_t swiglu_backward(const bf16_t* gu, const bf16_t* da_in, std::int64_t rows, int ffn,
+                            const std::int32_t* pair_src, const float* weight_by_src, bf16_t* dgu,
+                            bf16_t* a_out, float* d_weight, bool d_weight_by_row, cudaStream_t stream);
 
 /// out[pair_src[i] / top_k][:] += weight_by_src[pair_src[i]] * y[i][:] (fp32 atomics;
 /// weight 1 when weight_by_src is null).

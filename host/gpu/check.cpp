@@ -73,7 +73,7 @@ int cmd_check(const Args& a) {
   const auto eps = a.int_list("ep", "1,2,8,16", 1, 256);
   const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
   const auto routings = a.str_list("routing", "uniform,skewed", {"uniform", "skewed"});
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
   const double tol = 1e-2;
   for (std::int64_t ep : eps) {  // reject bad arguments before any output
     LayerConfig c = base;
@@ -115,10 +115,16 @@ int cmd_check(const Args& a) {
         upload(r.in.d_out, std::vector<std::uint16_t>(g.d_out_b.begin() + static_cast<std::ptrdiff_t>(R * T * H),
                                                       g.d_out_b.begin() + static_cast<std::ptrdiff_t>((R + 1) * T * H)), r.comp);
         upload(r.in.w_router, g.w_router_b, r.comp);
+        // partition layout: [Wgu: El][H][2F] (row h = [Wg[h] | Wu[h]]) | [Wd: El][F][H]
         std::vector<std::uint16_t> part;
         const std::size_t e0 = R * El;
-        part.insert(part.end(), g.wg_b.begin() + static_cast<std::ptrdiff_t>(e0 * H * F), g.wg_b.begin() + static_cast<std::ptrdiff_t>((e0 + El) * H * F));
-        part.insert(part.end(), g.wu_b.begin() + static_cast<std::ptrdiff_t>(e0 * H * F), g.wu_b.begin() + static_cast<std::ptrdiff_t>((e0 + El) * H * F));
+        for (std::size_t e = e0; e < e0 + El; ++e) {
+          for (std::size_t h = 0; h < H; ++h) {
+            const auto row = static_cast<std::ptrdiff_t>((e * H + h) * F);
+            part.insert(part.end(), g.wg_b.begin() + row, g.wg_b.begin() + row + static_cast<std::ptrdiff_t>(F));
+            part.insert(part.end(), g.wu_b.begin() + row, g.wu_b.begin() + row + static_cast<std::ptrdiff_t>(F));
+          }
+        }
         part.insert(part.end(), g.wd_b.begin() + static_cast<std::ptrdiff_t>(e0 * F * H), g.wd_b.begin() + static_cast<std::ptrdiff_t>((e0 + El) * F * H));
         upload(r.in.w_part, part, r.comp);
       }
@@ -148,9 +154,14 @@ int cmd_check(const Args& a) {
           ids.insert(ids.end(), id.begin(), id.end());
           auto dw = download(r.out.d_w_part, 3 * El * H * F, r.comp);
           const std::size_t e0 = static_cast<std::size_t>(r.rank) * El;
-          std::copy(dw.begin(), dw.begin() + static_cast<std::ptrdiff_t>(El * H * F), dwg.begin() + static_cast<std::ptrdiff_t>(e0 * H * F));
-          std::copy(dw.begin() + static_cast<std::ptrdiff_t>(El * H * F), dw.begin() + static_cast<std::ptrdiff_t>(2 * El * H * F),
-                    dwu.begin() + static_cast<std::ptrdiff_t>(e0 * H * F));
+          for (std::size_t e = 0; e < El; ++e) {
+            for (std::size_t h = 0; h < H; ++h) {
+              for (std::size_t f = 0; f < F; ++f) {
+                dwg[((e0 + e) * H + h) * F + f] = dw[(e * H + h) * 2 * F + f];
+                dwu[((e0 + e) * H + h) * F + f] = dw[(e * H + h) * 2 * F + F + f];
+              }
+            }
+          }
           std::copy(dw.begin() + static_cast<std::ptrdiff_t>(2 * El * H * F), dw.end(), dwd.begin() + static_cast<std::ptrdiff_t>(e0 * F * H));
           if (r.rank == 0) {
             for (std::size_t e = 0; e < E; ++e) {

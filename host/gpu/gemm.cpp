@@ -12,6 +12,7 @@ const char* to_string(GemmImpl i) {
     case GemmImpl::kLoop: return "loop";
     case GemmImpl::kStreams: return "streams";
     case GemmImpl::kGrouped: return "grouped";
+    case GemmImpl::kAuto: return "auto";
   }
   return "?";
 }
@@ -20,7 +21,8 @@ GemmImpl parse_gemm_impl(const std::string& s) {
   if (s == "loop") return GemmImpl::kLoop;
   if (s == "streams") return GemmImpl::kStreams;
   if (s == "grouped") return GemmImpl::kGrouped;
-  throw std::invalid_argument("--gemm must be one of loop, streams, grouped (got '" + s + "')");
+  if (s == "auto") return GemmImpl::kAuto;
+  throw std::invalid_argument("--gemm must be one of loop, streams, grouped, auto (got '" + s + "')");
 }
 
 GemmRunner::GemmRunner(cudaStream_t stream, int side_streams) : stream_(stream) {
@@ -81,6 +83,7 @@ void GemmRunner::run(const GemmCall& c, GemmImpl impl) {
     work.push_back(g);
   }
   if (work.empty()) return;
+  if (impl == GemmImpl::kAuto) impl = work.size() <= kAutoLoopMaxGroups ? GemmImpl::kLoop : GemmImpl::kStreams;
   if (impl == GemmImpl::kLoop || (impl == GemmImpl::kStreams && work.size() == 1)) {
     for (const GemmGroup& g : work) one(handle_, c, g);
     return;

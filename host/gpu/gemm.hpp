@@ -5,6 +5,8 @@
 //   kLoop    one cublasGemmEx per group on the caller's stream
 //   kStreams one cublasGemmEx per group, round-robin over side streams (fork/join by events)
 //   kGrouped one cublasGemmGroupedBatchedEx call (pointer tables filled on the device)
+//   kAuto    kLoop for at most kAutoLoopMaxGroups groups (each GEMM fills the GPU), else
+//            kStreams: the choice bench-gemm measured fastest on the H200 (docs/results/gpu-h200.md)
 #pragma once
 
 #include <cublas_v2.h>
@@ -16,9 +18,10 @@
 
 namespace moehub::gpu {
 
-enum class GemmImpl { kLoop, kStreams, kGrouped };
+enum class GemmImpl { kLoop, kStreams, kGrouped, kAuto };
+constexpr std::size_t kAutoLoopMaxGroups = 16;
 const char* to_string(GemmImpl);
-GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped"; throws std::invalid_argument
+GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "auto"; throws std::invalid_argument
 
 struct GemmGroup {
   const void* a;
@@ -36,7 +39,7 @@ struct GemmCall {
 
 class GemmRunner {
  public:
-  GemmRunner(cudaStream_t stream, int side_streams = 4);
+  GemmRunner(cudaStream_t stream, int side_streams = 8);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;

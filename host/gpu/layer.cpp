@@ -239,7 +239,7 @@ void MoeLayer::a2a_forward_backward() {
     std::vector<std::int64_t> rows;         // received rows per local expert
     std::vector<std::vector<std::int64_t>> recv_at;  // [src][i] row where src's chunk of expert i lands
     std::int64_t R = 0;
-    bf16_t *xperm = nullptr, *xrecv = nullptr, *g = nullptr, *u = nullptr, *a = nullptr, *y = nullptr, *yback = nullptr;
+    bf16_t *xperm = nullptr, *xrecv = nullptr, *gu = nullptr, *a = nullptr, *y = nullptr, *yback = nullptr;
   };
   std::vector<State> st(ranks_.size());
   auto C = [&](const Rank& r, std::int64_t src, std::int64_t e) {
@@ -312,11 +312,10 @@ void MoeLayer::a2a_forward_backward() {
     s.xperm = nullptr;
     phase(r, "expert_fwd", "compute", r.comp, true);
     const auto RF = static_cast<std::size_t>(s.R * d.F), RH = static_cast<std::size_t>(s.R * d.H);
-    s.g = r.mem->alloc_n<bf16_t>(RF, "a2a_gate_act");
-    s.u = r.mem->alloc_n<bf16_t>(RF, "a2a_up_act");
+    s.gu = r.mem->alloc_n<bf16_t>(2 * RF, "a2a_gate_up_act");
     s.a = r.mem->alloc_n<bf16_t>(RF, "a2a_swiglu_out");
     s.y = r.mem->alloc_n<bf16_t>(RH, "a2a_expert_out");
-    expert_forward(*r.gemm, impl_, d, s.rows, s.xrecv, r.in.w_part, s.g, s.u, s.a, s.y, r.comp);
+    expert_forward(*r.gemm, impl_, d, s.rows, s.xrecv, r.in.w_part, s.gu, s.a, s.y, r.comp);
     r.mem->free(s.a);
     s.a = nullptr;
     phase(r, "expert_fwd", "compute", r.comp, false);
@@ -359,19 +358,18 @@ void MoeLayer::a2a_forward_backward() {
     const auto RF = static_cast<std::size_t>(s.R * d.F);
     bf16_t* da = r.mem->alloc_n<bf16_t>(RF, "a2a_d_swiglu_out");
     expert_da(*r.gemm, impl_, d, s.rows, dy[li], r.in.w_part, da);
-    // in place: g <- dG, u <- dU, da <- A (recomputed, unscaled)
-    ck(k::swiglu_backward(s.g, s.u, da, s.R, static_cast<int>(d.F), nullptr, nullptr, s.g, s.u, da, nullptr, false, r.comp),
+    // in place: gu <- dGU, da <- A (recomputed, unscaled)
+    ck(k::swiglu_backward(s.gu, da, s.R, static_cast<int>(d.F), nullptr, nullptr, s.gu, da, nullptr, false, r.comp),
        "swiglu_backward");
-    expert_dw(*r.gemm, impl_, d, s.rows, s.xrecv, s.g, s.u, da, dy[li], r.out.d_w_part, 0.f);
+    expert_dw(*r.gemm, impl_, d, s.rows, s.xrecv, s.gu, da, dy[li], r.out.d_w_part, 0.f);
     r.mem->free(dy[li]);
     r.mem->free(s.xrecv);
     s.xrecv = nullptr;
     dxrecv[li] = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_dx_received");
-    expert_dx(*r.gemm, impl_, d, s.rows, s.g, s.u, r.in.w_part, dxrecv[li]);
+    expert_dx(*r.gemm, impl_, d, s.rows, s.gu, r.in.w_part, dxrecv[li]);
     r.mem->free(da);
-    r.mem->free(s.g);
-    r.mem->free(s.u);
-    s.g = s.u = nullptr;
+    r.mem->free(s.gu);
+    s.gu = nullptr;
     phase(r, "expert_bwd", "compute", r.comp, false);
     dxperm[li] = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_dx_permuted");
   }
@@ -506,7 +504,7 @@ void MoeLayer::ring_pass(RingPass& p) {
 
 namespace {
 struct HopBufs {
-  bf16_t *x = nullptr, *dout = nullptr, *g = nullptr, *u = nullptr, *a = nullptr, *y = nullptr;
+  bf16_t *x = nullptr, *dout = nullptr, *gu = nullptr, *a = nullptr, *y = nullptr;
   float* dtw = nullptr;
 };
 HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward) {
@@ -514,8 +512,7 @@ HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backw
   const auto RH = static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * d.H);
   const auto RF = static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * d.F);
   b.x = m.alloc_n<bf16_t>(RH, "hop_x");
-  b.g = m.alloc_n<bf16_t>(RF, "hop_gate_act");
-  b.u = m.alloc_n<bf16_t>(RF, "hop_up_act");
+  b.gu = m.alloc_n<bf16_t>(2 * RF, "hop_gate_up_act");
   b.a = m.alloc_n<bf16_t>(RF, "hop_swiglu_out");
   b.y = m.alloc_n<bf16_t>(RH, backward ? "hop_dx" : "hop_expert_out");
   if (backward) {
@@ -525,8 +522,8 @@ HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backw
   return b;
 }
 void free_hop(RankAllocator& m, HopBufs& b) {
-  for (void* p : {static_cast<void*>(b.x), static_cast<void*>(b.dout), static_cast<void*>(b.g),
-                  static_cast<void*>(b.u), static_cast<void*>(b.a), static_cast<void*>(b.y), static_cast<void*>(b.dtw)})
+  for (void* p : {static_cast<void*>(b.x), static_cast<void*>(b.dout), static_cast<void*>(b.gu),
+                  static_cast<void*>(b.a), static_cast<void*>(b.y), static_cast<void*>(b.dtw)})
     if (p) m.free(p);
   b = HopBufs{};
 }
@@ -595,29 +592,21 @@ void MoeLayer::ring_expert() {
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
       ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
       if (!bwd) {
-        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.g, b.u, b.a, b.y, r.comp);
+        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.gu, b.a, b.y, r.comp);
         ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, r.out.out, r.comp), "combine");
         return;
       }
       // backward with in-hop recomputation of the expert intermediates
       ck(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
-      GemmCall gu;
-      std::int64_t off = 0;
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const auto e = static_cast<std::int64_t>(i);
-        gu.groups.push_back({b.x + off * d.H, wg(W, d, e), b.g + off * d.F, rows[i], d.F, d.H});
-        gu.groups.push_back({b.x + off * d.H, wu(W, d, e), b.u + off * d.F, rows[i], d.F, d.H});
-        off += rows[i];
-      }
-      r.gemm->run(gu, impl_);
+      expert_gate_up(*r.gemm, impl_, d, rows, b.x, W, b.gu);
       expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);  // unscaled dA' = d_out Wd^T
-      ck(k::swiglu_backward(b.g, b.u, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.g, b.u, b.a,
+      ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.gu, b.a,
                             r.out.d_topk_weights, false, r.comp),
          "swiglu_backward");
-      expert_dx(*r.gemm, impl_, d, rows, b.g, b.u, W, b.y);
+      expert_dx(*r.gemm, impl_, d, rows, b.gu, W, b.y);
       ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, r.out.d_x, r.comp), "scatter dx");
       wait_acc();
-      expert_dw(*r.gemm, impl_, d, rows, b.x, b.g, b.u, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f);
+      expert_dw(*r.gemm, impl_, d, rows, b.x, b.gu, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f);
     };
     ring_pass(p);
     for (std::size_t li = 0; li < L; ++li) {
@@ -705,27 +694,19 @@ void MoeLayer::ring_token() {
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
       ck(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp), "gather x");
       if (!bwd) {
-        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.g, b.u, b.a, b.y, r.comp);
+        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.gu, b.a, b.y, r.comp);
         wait_acc();
         ck(k::scatter_add_rows(b.y, src, K, vtw, M, H, static_cast<float*>(acc[0].ptr), r.comp), "combine");
         return;
       }
       const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
       ck(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
-      GemmCall gu;
-      std::int64_t off = 0;
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const auto e = static_cast<std::int64_t>(i);
-        gu.groups.push_back({b.x + off * d.H, wg(W, d, e), b.g + off * d.F, rows[i], d.F, d.H});
-        gu.groups.push_back({b.x + off * d.H, wu(W, d, e), b.u + off * d.F, rows[i], d.F, d.H});
-        off += rows[i];
-      }
-      r.gemm->run(gu, impl_);
+      expert_gate_up(*r.gemm, impl_, d, rows, b.x, W, b.gu);
       expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);
-      ck(k::swiglu_backward(b.g, b.u, b.a, M, static_cast<int>(d.F), src, vtw, b.g, b.u, b.a, b.dtw, true, r.comp),
+      ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, vtw, b.gu, b.a, b.dtw, true, r.comp),
          "swiglu_backward");
-      expert_dx(*r.gemm, impl_, d, rows, b.g, b.u, W, b.y);
-      expert_dw(*r.gemm, impl_, d, rows, b.x, b.g, b.u, b.a, b.dout, r.out.d_w_part, 1.f);
+      expert_dx(*r.gemm, impl_, d, rows, b.gu, W, b.y);
+      expert_dw(*r.gemm, impl_, d, rows, b.x, b.gu, b.a, b.dout, r.out.d_w_part, 1.f);
       wait_acc();
       ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, static_cast<float*>(acc[0].ptr), r.comp), "scatter dx");
       ck(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp), "scatter d_topk_weights");

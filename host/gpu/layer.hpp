@@ -5,8 +5,9 @@
 // gradient) and its outputs.
 //
 // Layouts (row-major): x, d_out [T][H] bf16; w_router [H][E] bf16; a rank's expert
-// partition w_part = [Wg: El][H][F] | [Wu: El][H][F] | [Wd: El][F][H] bf16 (El = E / N
-// experts, rank r owns experts r*El .. r*El+El-1); gradients d_w_part the same in fp32.
+// partition w_part = [Wgu: El][H][2F] | [Wd: El][F][H] bf16, where row h of Wgu_e is
+// [Wg_e[h][0..F) | Wu_e[h][0..F)] (El = E / N experts, rank r owns experts
+// r*El .. r*El+El-1); gradients d_w_part the same in fp32.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -52,7 +53,7 @@ struct RankOutputs {
   float* d_x = nullptr;            ///< [T][H]
   float* d_topk_weights = nullptr; ///< [T][k]
   float* d_logits = nullptr;       ///< [T][E]
-  float* d_w_part = nullptr;       ///< [3][El][H*F] (gate | up | down)
+  float* d_w_part = nullptr;       ///< as w_part, fp32
 };
 
 /// CUDA-event timings of one hop (or, for a2a, of one phase), read after the layer.

@@ -17,7 +17,7 @@ const char* kUsage =
     "commands:\n"
     "  check       compare a2a, ring-expert and ring-token with the float64 reference (folded ranks)\n"
     "              --ep 1,2,8,16 --routing uniform,skewed --schedules a2a,ring-expert,ring-token\n"
-    "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm grouped\n"
+    "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm auto|loop|streams|grouped\n"
     "  memory      per-rank peak device memory of the layer, folded ranks, vs the planner's prediction\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
     "  bench-gemm  expert GEMM throughput (loop, streams, grouped) vs a dense GEMM of the same FLOPs\n"

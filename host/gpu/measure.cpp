@@ -166,14 +166,13 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   ck(kernels::fill_random_bf16(y, M * 2 * F, 13, 1.0f, s), "fill");
   auto runner = std::make_unique<GemmRunner>(s);  // destroyed before its stream
   GemmRunner& g = *runner;
-  // gate and up each write their own contiguous [rows][F] block (as in the layer)
-  auto call_gu_contig = [&]() {
+  // gate and up as one GEMM per expert (N = 2F), as in the layer
+  auto call_gu = [&]() {
     GemmCall c;
     std::int64_t off = 0;
     for (std::int64_t i = 0; i < G; ++i) {
       const std::int64_t m = rows[static_cast<std::size_t>(i)];
-      c.groups.push_back({x + off * H, w + i * static_cast<std::int64_t>(HF), y + off * F, m, F, H});
-      c.groups.push_back({x + off * H, w + (G + i) * static_cast<std::int64_t>(HF), y + M * F + off * F, m, F, H});
+      c.groups.push_back({x + off * H, w + i * 2 * static_cast<std::int64_t>(HF), y + off * 2 * F, m, 2LL * F, H});
       off += m;
     }
     return c;
@@ -188,14 +187,14 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
     }
     return c;
   };
-  const GemmCall gu = call_gu_contig(), dn = call_dn();
+  const GemmCall gu = call_gu(), dn = call_dn();
   const double flops_gu = 2.0 * static_cast<double>(M) * 2.0 * F * H, flops_dn = 2.0 * static_cast<double>(M) * F * H;
-  for (GemmImpl impl : {GemmImpl::kLoop, GemmImpl::kStreams, GemmImpl::kGrouped}) {
+  for (GemmImpl impl : {GemmImpl::kLoop, GemmImpl::kStreams, GemmImpl::kGrouped, GemmImpl::kAuto}) {
     const double t1 = time_us(s, 3, 10, [&] { g.run(gu, impl); });
     const double t2 = time_us(s, 3, 10, [&] { g.run(dn, impl); });
     std::string name = to_string(impl);
     if (impl == GemmImpl::kGrouped && g.grouped_fallback()) name += "(fallback-loop)";
-    out.push_back({M, 2LL * F, H, static_cast<int>(2 * G), name, t1, flops_gu / t1 * 1e-6});
+    out.push_back({M, 2LL * F, H, static_cast<int>(G), name, t1, flops_gu / t1 * 1e-6});
     out.push_back({M, H, F, static_cast<int>(G), name, t2, flops_dn / t2 * 1e-6});
     if (print)
       std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(),
@@ -228,7 +227,7 @@ int cmd_memory(const Args& a) {
   LayerConfig base = layer_args(a, 49152, 2048, 768, 128, 8);
   const auto eps = a.int_list("ep", "8", 1, 256);
   const auto scheds = a.str_list("schedules", "ring-expert,ring-token,a2a", {"a2a", "ring-expert", "ring-token"});
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
   for (std::int64_t ep : eps) {
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -339,7 +338,7 @@ int cmd_bench_hop(const Args& a) {
   LayerConfig c = layer_args(a, 49152, 2048, 768, 128, 8);
   c.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
   validate(c);
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
   const Dims d = dims(c);
   const std::int64_t M = d.T * d.K / d.N;
   const auto rows = balanced_rows(M, static_cast<int>(d.El));
@@ -361,8 +360,7 @@ int cmd_bench_hop(const Args& a) {
   auto* hx = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
   auto* hd = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
   auto* hy = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.H) * 2));
-  auto* hg = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
-  auto* hu = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
+  auto* hgu = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * 2 * d.F) * 2));
   auto* ha = static_cast<bf16_t*>(al(static_cast<std::size_t>(M * d.F) * 2));
   auto* out = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.H) * 4));
   auto* tw = static_cast<float*>(al(static_cast<std::size_t>(d.T * d.K) * 4));
@@ -384,26 +382,18 @@ int cmd_bench_hop(const Args& a) {
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
   auto fwd = [&]() {
     ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
-    expert_forward(g, impl, d, rows, hx, w0, hg, hu, ha, hy, comp);
+    expert_forward(g, impl, d, rows, hx, w0, hgu, ha, hy, comp);
     ck(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp), "scatter");
   };
   auto bwd = [&]() {
     ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
     ck(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp), "gather");
-    GemmCall gu;
-    std::int64_t off = 0;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto e = static_cast<std::int64_t>(i);
-      gu.groups.push_back({hx + off * d.H, wg(w0, d, e), hg + off * d.F, rows[i], d.F, d.H});
-      gu.groups.push_back({hx + off * d.H, wu(w0, d, e), hu + off * d.F, rows[i], d.F, d.H});
-      off += rows[i];
-    }
-    g.run(gu, impl);
+    expert_gate_up(g, impl, d, rows, hx, w0, hgu);
     expert_da(g, impl, d, rows, hd, w0, ha);
-    ck(kernels::swiglu_backward(hg, hu, ha, M, static_cast<int>(d.F), src, tw, hg, hu, ha, dtw, false, comp), "swiglu_bwd");
-    expert_dx(g, impl, d, rows, hg, hu, w0, hy);
+    ck(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp), "swiglu_bwd");
+    expert_dx(g, impl, d, rows, hgu, w0, hy);
     ck(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp), "scatter");
-    expert_dw(g, impl, d, rows, hx, hg, hu, ha, hd, g0, 1.f);
+    expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f);
   };
   cudaEvent_t e0, e1, e2, e3;
   for (cudaEvent_t* e : {&e0, &e1, &e2, &e3}) MOEHUB_CUDA_CHECK(cudaEventCreate(e));
@@ -446,7 +436,7 @@ int cmd_bench_hop(const Args& a) {
   for (cudaEvent_t e : {e0, e1, e2, e3}) cudaEventDestroy(e);
   for (void* p : {static_cast<void*>(xs), static_cast<void*>(dout), static_cast<void*>(w0), static_cast<void*>(w1),
                   static_cast<void*>(g0), static_cast<void*>(g1), static_cast<void*>(hx), static_cast<void*>(hd),
-                  static_cast<void*>(hy), static_cast<void*>(hg), static_cast<void*>(hu), static_cast<void*>(ha),
+                  static_cast<void*>(hy), static_cast<void*>(hgu), static_cast<void*>(ha),
                   static_cast<void*>(out), static_cast<void*>(tw), static_cast<void*>(dtw), static_cast<void*>(src)})
     cudaFree(p);
   cudaStreamDestroy(comp);
@@ -481,7 +471,7 @@ int cmd_run(const Args& a) {
     throw UsageError(std::string("--schedule: ") + e.what() + " or ring (adaptive)");
   }
   const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "grouped"));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
   const std::string trace_dir = a.str("trace-dir", "");
   MoeLayer layer(c, *tr, impl);
   const int me = layer.ranks()[0]->rank;
@@ -562,7 +552,31 @@ int cmd_run(const Args& a) {
       t.routing.push_back(std::move(rr));
       for (auto& m : r.mem->timeline()) t.memory.push_back({r.rank, m.t_us, m.bytes_in_use, m.peak_bytes});
     }
-    for (auto& h : hops) t.hops.push_back({h.rank, h.pass, h.mode, h.hop, h.compute_us, h.comm_us, h.hop_us});
+    // The ring's last transfer (accumulators back to their owners, index ep) is counted in
+    // hop ep-1's communication and duration: the trace format numbers hops 0..ranks-1.
+    for (auto& h : hops) {
+      if (h.hop >= c.ep && !t.hops.empty() && t.hops.back().rank == h.rank && t.hops.back().pass == h.pass) {
+        t.hops.back().comm_us += h.comm_us;
+        t.hops.back().hop_us += h.hop_us;
+        continue;
+      }
+      t.hops.push_back({h.rank, h.pass, h.mode, h.hop, h.compute_us, h.comm_us, h.hop_us});
+    }
+    if (s == Schedule::kA2A) {  // one row per pass: expert compute, dispatch + combine, whole pass
+      for (auto& rp : layer.ranks()) {
+        for (const char* pass : {"fwd", "bwd"}) {
+          const bool f = std::string(pass) == "fwd";
+          double comp = 0, comm = 0, all = 0;
+          for (auto& p : phases) {
+            if (p.rank != rp->rank) continue;
+            if (p.name == (f ? "expert_fwd" : "expert_bwd")) comp += p.dur_us;
+            if (p.name == (f ? "a2a_dispatch" : "a2a_dispatch_bwd") || p.name == (f ? "a2a_combine" : "a2a_combine_bwd")) comm += p.dur_us;
+            if (p.name == (f ? "a2a_fwd" : "a2a_bwd")) all += p.dur_us;
+          }
+          t.hops.push_back({rp->rank, pass, "a2a", 0, comp, comm, all});
+        }
+      }
+    }
     // GEMM table: the forward expert GEMMs at rank 0's received rows, each implementation
     {
       Rank& r = *layer.ranks()[0];

@@ -1,0 +1,86 @@
+// moehub-gpu: argument validation (everywhere) and the layer checks against the float64
+// reference (only where a CUDA device is present; skipped with a message elsewhere).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gemm.hpp"
+#include "layer.hpp"
+
+namespace {
+
+using moehub::gpu::GemmImpl;
+using moehub::gpu::LayerConfig;
+using moehub::gpu::Schedule;
+
+int run_bin(const std::string& args) {
+  const std::string cmd = std::string(MOEHUB_GPU_BIN) + " " + args + " > /dev/null 2>&1";
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool have_device() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
+  EXPECT_EQ(run_bin(""), 2);
+  EXPECT_EQ(run_bin("no-such-command"), 2);
+  EXPECT_EQ(run_bin("check --ep 3"), 2);  // 3 does not divide the 32 experts
+  EXPECT_EQ(run_bin("check --bogus 1"), 2);
+  EXPECT_EQ(run_bin("check --ep"), 2);
+  EXPECT_EQ(run_bin("memory --tokens abc"), 2);
+  EXPECT_EQ(run_bin("memory --tokens 0"), 2);
+  EXPECT_EQ(run_bin("check --schedules ring-sideways"), 2);
+  EXPECT_EQ(run_bin("run --transport carrier-pigeon"), 2);
+  EXPECT_EQ(run_bin("check --gemm fastest"), 2);
+}
+
+TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
+  EXPECT_EQ(moehub::gpu::parse_schedule("a2a"), Schedule::kA2A);
+  EXPECT_EQ(moehub::gpu::parse_schedule("ring-expert"), Schedule::kRingExpert);
+  EXPECT_EQ(moehub::gpu::parse_schedule("ring-token"), Schedule::kRingToken);
+  EXPECT_THROW(moehub::gpu::parse_schedule("ring"), std::invalid_argument);
+  EXPECT_EQ(moehub::gpu::parse_gemm_impl("grouped"), GemmImpl::kGrouped);
+  EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto"), GemmImpl::kAuto);
+  EXPECT_THROW(moehub::gpu::parse_gemm_impl(""), std::invalid_argument);
+}
+
+TEST(GpuHarnessArgs, LayerConfigValidation) {
+  LayerConfig c;
+  c.tokens = 64;
+  c.hidden = 128;
+  c.ffn = 64;
+  c.experts = 16;
+  c.top_k = 4;
+  c.ep = 4;
+  EXPECT_NO_THROW(moehub::gpu::validate(c));
+  LayerConfig bad = c;
+  bad.ep = 5;
+  EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
+  bad = c;
+  bad.top_k = 17;
+  EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
+  bad = c;
+  bad.hidden = 100;  // not a multiple of 8 (16-byte rows)
+  EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
+}
+
+TEST(GpuLayer, AllSchedulesMatchTheReference) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
+  // uniform and skewed routing (experts with no tokens), EP 1, 2 and 8, folded ranks
+  EXPECT_EQ(run_bin("check --ep 1,2,8 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4"), 0);
+}
+
+TEST(GpuLayer, GemmImplementationsAgree) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
+  for (const char* g : {"loop", "streams", "grouped"})
+    EXPECT_EQ(run_bin(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g), 0) << g;
+}
+
+}  // namespace
