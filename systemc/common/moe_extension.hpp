@@ -32,6 +32,7 @@ struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   std::uint32_t flits = 0;          ///< flits on the wire, header included
   std::uint32_t packets = 1;        ///< NVLink packets this transaction stands for (>1 at row granularity)
   // per-hop timing, written by the fabric on the way
+  Tick ready = 0;         ///< when the packet was ready for the port it is entering (for stall accounting)
   Tick link_start = 0;    ///< when the last link began transmitting the packet
   Tick buffer_exit = 0;   ///< when the packet left the receiver's input buffer (credit release)
   Tick delivered_at = 0;  ///< when a write reached its consumer's memory side

@@ -12,6 +12,7 @@ NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& 
       in("in"),
       out("out"),
       cfg_(cfg),
+      max_packet_flits_(static_cast<std::uint32_t>(cfg.max_payload_bytes / cfg.flit_bytes + cfg.header_flits)),
       latency_(ns_to_ticks(cfg.gpu_switch_latency_ns)),
       server_(std::string(this->name()), bw_gbps, latency_),
       credits_available_(static_cast<std::uint32_t>(cfg.credits_flits)) {
@@ -26,15 +27,19 @@ void NvlinkPort::release_until(Tick t) {
   }
 }
 
-Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) {
+Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) const {
+  flits = credit_flits(flits);
   Tick start = server_.earliest_start(t);
-  release_until(start);
-  while (credits_available_ < flits) {
-    if (pending_.empty()) {
-      throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
-    }
-    start = std::max(start, pending_.front().first);
-    release_until(start);
+  // credits come back in FIFO order with non-decreasing times: walk them
+  // until enough are back (without taking them: this is only a question)
+  std::uint32_t available = credits_available_;
+  for (const auto& [when, n] : pending_) {
+    if (available >= flits) break;
+    available += n;
+    start = std::max(start, when);
+  }
+  if (available < flits) {
+    throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
   }
   return start;
 }
@@ -45,17 +50,22 @@ void NvlinkPort::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
   const Tick arrival = now + to_ticks(delay);
   const std::uint32_t flits = ext->flits;
 
-  const Tick ready = earliest_start(arrival, flits);
-  if (ready > server_.earliest_start(arrival)) credit_stall_ += ready - server_.earliest_start(arrival);
-  const auto slot = server_.serve(arrival, static_cast<double>(flits) * cfg_.flit_bytes, ready);
-  credits_available_ -= flits;
-  ++packets_;
+  const Tick start = earliest_start(arrival, flits);
+  release_until(start);
+  // time lost waiting for credits, measured from when the packet was ready
+  const Tick bw_start = server_.earliest_start(std::min(arrival, ext->ready));
+  if (start > bw_start) credit_stall_ += start - bw_start;
+  const auto slot = server_.serve(arrival, static_cast<double>(flits) * cfg_.flit_bytes, start);
+  const std::uint32_t held = credit_flits(flits);
+  credits_available_ -= held;
+  ++transactions_;
+  packets_ += ext->packets;
   flits_ += flits;
   if (ext->kind == PacketKind::kWrite) {
-    ++write_packets_;
+    write_packets_ += ext->packets;
     payload_bytes_ += ext->payload_bytes;
   } else {
-    ++response_packets_;
+    response_packets_ += ext->packets;
   }
 
   ext->link_start = slot.start;
@@ -64,9 +74,9 @@ void NvlinkPort::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
   out->b_transport(gp, down);
   // the receiver reported when the packet left its input buffer: credits are
   // back at the transmitter one link latency later
-  if (flits > 0) {
+  if (held > 0) {
     const Tick back = ext->buffer_exit + latency_;
-    pending_.emplace_back(pending_.empty() ? back : std::max(back, pending_.back().first), flits);
+    pending_.emplace_back(pending_.empty() ? back : std::max(back, pending_.back().first), held);
   }
   delay = down;
 }

@@ -12,6 +12,7 @@
 #include <systemc>
 #include <tlm>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -33,9 +34,14 @@ class NvlinkPort : public sc_core::sc_module,
 
   NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg, double bw_gbps);
 
-  /// Earliest time a packet of `flits` flits, ready at `t`, can start on this
-  /// port (bandwidth and credits). Releases credits that are back by then.
-  Tick earliest_start(Tick t, std::uint32_t flits);
+  /// Credits a transaction of `flits` holds in the far buffer: a whole packet,
+  /// or, for a row-granularity transaction, one maximal packet (its packets
+  /// stream through the buffer one behind the other).
+  std::uint32_t credit_flits(std::uint32_t flits) const { return std::min(flits, max_packet_flits_); }
+
+  /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
+  /// this port (bandwidth and credits). Changes nothing.
+  Tick earliest_start(Tick t, std::uint32_t flits) const;
 
   // tlm_fw_transport_if
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
@@ -50,6 +56,8 @@ class NvlinkPort : public sc_core::sc_module,
 
   const BandwidthServer& server() const { return server_; }
   BandwidthServer& server() { return server_; }
+  std::uint64_t transactions() const { return transactions_; }
+  /// NVLink packets (a row-granularity transaction counts all of its packets).
   std::uint64_t packets() const { return packets_; }
   std::uint64_t flits_sent() const { return flits_; }
   double payload_bytes() const { return payload_bytes_; }
@@ -62,6 +70,7 @@ class NvlinkPort : public sc_core::sc_module,
   void release_until(Tick t);
 
   NvlinkConfig cfg_;
+  std::uint32_t max_packet_flits_;
   Tick latency_;
   BandwidthServer server_;
   std::uint32_t credits_available_;
@@ -69,6 +78,7 @@ class NvlinkPort : public sc_core::sc_module,
   // credit counter sees them); a packet that leaves the far buffer early
   // returns its credits no earlier than those sent before it.
   std::deque<Release> pending_;
+  std::uint64_t transactions_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t write_packets_ = 0;

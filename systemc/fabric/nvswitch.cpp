@@ -24,6 +24,7 @@ void NvSwitch::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   }
   ++packets_;
   delay += crossing_;
+  ext->ready = now_ticks() + to_ticks(delay);
   out[static_cast<std::size_t>(ext->dst_gpu)]->b_transport(gp, delay);
   // the output port began sending at link_start: the packet left our input buffer then
   ext->buffer_exit = ext->link_start;

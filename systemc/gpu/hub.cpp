@@ -19,7 +19,8 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       hub_latency_(ns_to_ticks(sys.gpu.hub_latency_ns)),
       quantum_(ns_to_ticks(sys.sim.sync_quantum_ns)),
       ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
-      sink_(sink) {
+      sink_(sink),
+      responses_q_(static_cast<std::size_t>(sys.nvswitch.num_switches)) {
   for (auto& s : hub2nvl) s.bind(*this);
   for (auto& s : nvl2hub) s.bind(*this);
   hub2xbar.bind(*this);
@@ -49,40 +50,45 @@ void Hub::enable_peer(int phase, std::int32_t dst, Tick t) {
 }
 
 Hub::Candidate Hub::pick() {
-  Candidate best;
   // data: the stream whose next store reaches the hub first
-  Tick best_ready = kTickMax;
+  Tick data_ready = kTickMax;
+  std::size_t data_stream = 0;
   for (std::size_t i = 0; i < streams_.size(); ++i) {
     StoreStream* s = streams_[i].stream;
     if (!s->has_head()) continue;
     const Tick ready = s->head().issue + sm_to_hub_;
-    if (ready < best_ready) {
-      best_ready = ready;
-      best.stream = i;
+    if (ready < data_ready) {
+      data_ready = ready;
+      data_stream = i;
     }
   }
-  if (best_ready != kTickMax) {
-    const auto plane = static_cast<std::int32_t>(data_seq_ % static_cast<std::uint64_t>(planes_));
-    const auto& head = streams_[best.stream].stream->head();
-    best.valid = true;
-    best.plane = plane;
-    best.ready = best_ready;
-    best.start = ports_[static_cast<std::size_t>(plane)]->earliest_start(best_ready, head.flits);
-  }
-  // Responses travel on the plane of the write they answer; each port sends
-  // a waiting response before new data (a response ready by the time the
-  // data would start goes first, even if it leaves on another port a little
-  // later: ports are independent, so this reorders processing by at most a
-  // packet time, and keeps responses from queueing behind a whole collective).
-  if (!responses_q_.empty()) {
-    const Response& r = responses_q_.top();
-    if (!best.valid || r.ready <= best.start) {
-      best.valid = true;
-      best.response = true;
-      best.plane = r.plane;
-      best.ready = r.ready;
-      best.start = ports_[static_cast<std::size_t>(r.plane)]->earliest_start(r.ready, ack_flits_ * r.packets);
+  const std::uint32_t data_flits = data_ready == kTickMax ? 0 : streams_[data_stream].stream->head().flits;
+  // every port's next action: a response that is ready by the time new data
+  // could start goes first; the earliest action over all ports wins
+  Candidate best;
+  const auto P = static_cast<std::size_t>(planes_);
+  for (std::size_t k = 0; k < P; ++k) {
+    const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;  // rotate ties
+    NvlinkPort& port = *ports_[p];
+    Candidate c;
+    if (data_ready != kTickMax) {
+      c.valid = true;
+      c.stream = data_stream;
+      c.plane = static_cast<std::int32_t>(p);
+      c.ready = data_ready;
+      c.start = port.earliest_start(data_ready, data_flits);
     }
+    if (!responses_q_[p].empty()) {
+      const Response& r = responses_q_[p].front();
+      if (!c.valid || r.ready <= c.start) {
+        c.valid = true;
+        c.response = true;
+        c.plane = static_cast<std::int32_t>(p);
+        c.ready = r.ready;
+        c.start = port.earliest_start(r.ready, ack_flits_ * r.packets);
+      }
+    }
+    if (c.valid && (!best.valid || c.start < best.start)) best = c;
   }
   return best;
 }
@@ -112,12 +118,14 @@ void Hub::egress_thread() {
 void Hub::transmit(const Candidate& c) {
   const Tick now = now_ticks();
   ext_->plane = c.plane;
+  ext_->ready = c.ready;
   ext_->link_start = 0;
   ext_->buffer_exit = 0;
   ext_->delivered_at = 0;
   if (c.response) {
-    const Response r = responses_q_.top();
-    responses_q_.pop();
+    auto& q = responses_q_[static_cast<std::size_t>(c.plane)];
+    const Response r = q.front();
+    q.pop_front();
     ext_->kind = PacketKind::kResponse;
     ext_->src_gpu = gpu_;
     ext_->dst_gpu = r.producer;
@@ -169,7 +177,7 @@ void Hub::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const Tick delivered = now + to_ticks(d);
     ext->delivered_at = delivered;
     sink_->on_delivered(*ext, delivered);
-    responses_q_.push(Response{exit, response_seq_++, ext->src_gpu, ext->plane, ext->phase,
+    responses_q_[static_cast<std::size_t>(ext->plane)].push_back(Response{exit, ext->src_gpu, ext->plane, ext->phase,
                                ext->row_id, ext->packets});
     wake(exit);
     delay = d;

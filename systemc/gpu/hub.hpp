@@ -2,9 +2,11 @@
 //
 // This is the conventional, address-centric remote-store path:
 // - egress: remote stores issued by the SMs (StoreStreams) and write
-//   responses owed to peers leave through one NVLink port per NVSwitch plane;
-//   data packets are spread over the planes round robin; a packet goes out
-//   when its port has bandwidth and credits (earliest first across sources).
+//   responses owed to peers leave through one NVLink port per NVSwitch plane.
+//   A response leaves on the plane of the write it answers; each data packet
+//   takes the port that can start it first (ties rotate over the planes), so
+//   the planes share the load. On each port a waiting response goes before
+//   new data. A packet goes out when its port has bandwidth and credits.
 // - ingress: a write from a peer is forwarded through the crossbar into
 //   local memory and answered with a write response; a response completes
 //   one of our own stores.
@@ -20,7 +22,7 @@
 #include <tlm>
 
 #include <cstdint>
-#include <queue>
+#include <deque>
 #include <vector>
 
 #include "common/config.hpp"
@@ -70,6 +72,7 @@ class Hub : public sc_core::sc_module,
                                      sc_core::sc_time&) override;
   void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
+  int planes() const { return planes_; }
   std::uint64_t data_packets_sent() const { return data_packets_; }
   std::uint64_t responses_sent() const { return responses_; }
   std::uint64_t transactions_sent() const { return transactions_; }
@@ -77,15 +80,11 @@ class Hub : public sc_core::sc_module,
  private:
   struct Response {
     Tick ready;
-    std::uint64_t seq;
     std::int32_t producer;
     std::int32_t plane;
     std::int32_t phase;
     std::int64_t row_id;
     std::uint32_t packets;
-    bool operator>(const Response& o) const {
-      return ready != o.ready ? ready > o.ready : seq > o.seq;
-    }
   };
   struct Candidate {
     bool valid = false;
@@ -114,8 +113,10 @@ class Hub : public sc_core::sc_module,
   TrafficSink* sink_;
   std::vector<NvlinkPort*> ports_;
   std::vector<ActiveStream> streams_;
-  std::priority_queue<Response, std::vector<Response>, std::greater<Response>> responses_q_;
-  std::uint64_t response_seq_ = 0;
+  // Write responses owed, one FIFO per plane in the order the writes came in
+  // (their ready times are in arrival order up to the temporal-decoupling
+  // quantum).
+  std::vector<std::deque<Response>> responses_q_;  ///< per plane
   std::uint64_t data_seq_ = 0;
   sc_core::sc_event work_ev_;
   Tick wake_at_ = 0;  ///< when the egress thread will look again (kTickMax: waiting for work)

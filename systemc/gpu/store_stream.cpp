@@ -6,10 +6,10 @@
 namespace moehub {
 
 StoreStream::StoreStream(std::vector<RowBatch> batches, std::uint32_t row_bytes, PacketFormat fmt,
-                         bool row_granularity, double issue_gbps, Tick start)
+                         std::uint32_t packets_per_transaction, double issue_gbps, Tick start)
     : row_bytes_(row_bytes),
       fmt_(fmt),
-      row_granularity_(row_granularity),
+      chunk_bytes_(std::max<std::uint32_t>(1, packets_per_transaction) * fmt.max_payload_bytes),
       issue_gbps_(issue_gbps),
       clock_(start) {
   if (row_bytes == 0) throw std::invalid_argument("StoreStream: row_bytes must be > 0");
@@ -43,15 +43,9 @@ void StoreStream::fill_head() {
   head_.dst = c.batch.dst;
   head_.row_id = c.batch.rows[c.row];
   head_.row_offset = c.offset;
-  if (row_granularity_) {
-    head_.bytes = row_bytes_;
-    head_.packets = fmt_.packets_per_row(row_bytes_);
-    head_.flits = static_cast<std::uint32_t>(fmt_.row_flits(row_bytes_));
-  } else {
-    head_.bytes = std::min(fmt_.max_payload_bytes, row_bytes_ - c.offset);
-    head_.packets = 1;
-    head_.flits = fmt_.packet_flits(head_.bytes);
-  }
+  head_.bytes = std::min(chunk_bytes_, row_bytes_ - c.offset);
+  head_.packets = fmt_.packets_per_row(head_.bytes);
+  head_.flits = static_cast<std::uint32_t>(fmt_.row_flits(head_.bytes));
   const Tick begin = std::max(clock_, c.enabled_at);
   head_.issue = begin + transfer_ticks(head_.bytes, issue_gbps_);
   head_valid_ = true;

@@ -8,8 +8,11 @@
 // once that peer has joined the collective (enable()).
 //
 // At packet granularity every store is one NVLink packet of at most
-// max_payload_bytes; at row granularity one transaction stands for all the
-// packets of a row (same flits on the wire, far fewer simulated transfers).
+// max_payload_bytes; at row granularity one transaction stands for a run of
+// consecutive packets of a row (`packets_per_transaction` of them: the
+// platform uses one run per NVSwitch plane, so that a row still spreads over
+// all planes as its packets would) with the same flits on the wire and far
+// fewer simulated transfers.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +68,9 @@ struct RowBatch {
 
 class StoreStream {
  public:
+  /// `packets_per_transaction` is 1 at packet granularity.
   StoreStream(std::vector<RowBatch> batches, std::uint32_t row_bytes, PacketFormat fmt,
-              bool row_granularity, double issue_gbps, Tick start);
+              std::uint32_t packets_per_transaction, double issue_gbps, Tick start);
 
   /// Rows towards `dst` may be issued from `t` on.
   void enable(std::int32_t dst, Tick t);
@@ -93,7 +97,7 @@ class StoreStream {
   std::size_t rr_ = 0;
   std::uint32_t row_bytes_;
   PacketFormat fmt_;
-  bool row_granularity_;
+  std::uint32_t chunk_bytes_;  ///< payload of a full transaction
   double issue_gbps_;
   Tick clock_;
   std::size_t remaining_batches_ = 0;

@@ -6,8 +6,9 @@
 
 namespace moehub {
 
-Collectives::Collectives(const Schedule& schedule, int num_gpus, PacketFormat fmt, bool row_granularity)
-    : fmt_(fmt), row_granularity_(row_granularity) {
+Collectives::Collectives(const Schedule& schedule, int num_gpus, PacketFormat fmt,
+                         std::uint32_t packets_per_transaction)
+    : fmt_(fmt), packets_per_transaction_(packets_per_transaction) {
   const auto G = static_cast<std::size_t>(num_gpus);
   states_.resize(schedule.collectives.size());
   for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
@@ -64,7 +65,12 @@ void Collectives::join(int c, int g, Tick local_done) {
     batches.push_back({static_cast<std::int32_t>(d), rows.data(), static_cast<std::int64_t>(rows.size())});
     s.sent += static_cast<double>(rows.size()) * s.spec->row_bytes;
   }
-  me.stream = std::make_unique<StoreStream>(std::move(batches), s.spec->row_bytes, fmt_, row_granularity_,
+  // at row granularity a row goes as one run of packets per plane
+  const std::uint32_t per_txn =
+      packets_per_transaction_ == 0
+          ? ceil_div<std::uint32_t>(fmt_.packets_per_row(s.spec->row_bytes), static_cast<std::uint32_t>(hubs_[gi]->planes()))
+          : packets_per_transaction_;
+  me.stream = std::make_unique<StoreStream>(std::move(batches), s.spec->row_bytes, fmt_, per_txn,
                                             sms_[gi]->store_issue_gbps(s.spec->sms), now);
   sms_[gi]->start_stores(c, me.stream.get());
   // transfers between two GPUs start once both have joined

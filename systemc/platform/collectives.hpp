@@ -19,7 +19,9 @@ namespace moehub {
 
 class Collectives : public TrafficSink {
  public:
-  Collectives(const Schedule& schedule, int num_gpus, PacketFormat fmt, bool row_granularity);
+  /// `packets_per_transaction`: 1 at packet granularity; 0 at row granularity
+  /// (one transaction per row and NVSwitch plane).
+  Collectives(const Schedule& schedule, int num_gpus, PacketFormat fmt, std::uint32_t packets_per_transaction);
   /// The GPUs' hubs and SM arrays (once they exist).
   void attach(std::vector<Hub*> hubs, std::vector<SmArray*> sms);
 
@@ -68,7 +70,7 @@ class Collectives : public TrafficSink {
   void check_done(State& s, int g);
 
   PacketFormat fmt_;
-  bool row_granularity_;
+  std::uint32_t packets_per_transaction_;
   std::vector<Hub*> hubs_;
   std::vector<SmArray*> sms_;
   std::vector<State> states_;

@@ -16,7 +16,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   const double port_bw = sys.nvlink.bw_gbps_per_direction_per_gpu / P;
   const Tick bin = us_to_ticks(sys.sim.timeline_bin_us);
   collectives_ = std::make_unique<Collectives>(schedule, G, PacketFormat::from(sys.nvlink),
-                                               sys.sim.granularity == "row");
+                                               sys.sim.granularity == "row" ? 0u : 1u);
 
   for (int p = 0; p < P; ++p) {
     switches_.push_back(std::make_unique<NvSwitch>(("sw" + std::to_string(p)).c_str(), G, sys.nvswitch));

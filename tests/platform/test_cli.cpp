@@ -1,0 +1,191 @@
+// moehub-sim as a program: outputs, determinism, and its answers to bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+fs::path temp_dir(const std::string& tag) {
+  std::string tmpl = (fs::temp_directory_path() / ("moehub-cli-" + tag + "-XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+Result run(const std::string& args, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string(MOEHUB_SIM_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int rc = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+const std::string kSmall = " --tokens 512 --quiet ";
+
+TEST(Cli, DefaultConfigsRunAndWriteResults) {
+  const fs::path d = temp_dir("ok");
+  const Result r = run("--tokens 1024 --out-dir " + d.string(), d);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("self-checks: passed"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+  EXPECT_EQ(j["format"], "moehub-sim-results");
+  EXPECT_EQ(j["system"], "dgx-h800");
+  EXPECT_EQ(j["model"], "mixtral-8x7b");
+  EXPECT_EQ(j["num_gpus"], 8);
+  EXPECT_TRUE(j["checks"]["passed"].get<bool>());
+  EXPECT_GT(j["layer_time_us"].get<double>(), 0.0);
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  // all phases of the megatron schedule show up, and in time order
+  std::set<std::string> phases;
+  for (const auto& g : j["gpus"]) {
+    double last = 0;
+    for (const auto& p : g["phases"]) {
+      phases.insert(p["phase"].get<std::string>());
+      EXPECT_GE(p["start_us"].get<double>(), last);
+      last = p["end_us"].get<double>();
+    }
+  }
+  for (const char* p : {"routing", "permute", "count_exchange", "dispatch", "expert_compute", "combine", "unpermute"}) {
+    EXPECT_TRUE(phases.count(p)) << p;
+  }
+  // 8 GPUs x 4 switches x 2 directions, payload conserved
+  ASSERT_EQ(j["links"].size(), 64u);
+  double up = 0, down = 0;
+  for (const auto& l : j["links"]) {
+    (l["from"].get<std::string>().rfind("gpu", 0) == 0 ? up : down) += l["payload_bytes"].get<double>();
+  }
+  EXPECT_GT(up, 0.0);
+  EXPECT_DOUBLE_EQ(up, down);
+  EXPECT_DOUBLE_EQ(up, j["totals"]["fabric_payload_bytes_sent"].get<double>());
+  // the timeline is a Chrome trace
+  const auto t = nlohmann::json::parse(slurp(d / "timeline.json"));
+  ASSERT_TRUE(t.contains("traceEvents"));
+  int complete = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") ++complete;
+    if (e["ph"] == "C") ++counters;
+  }
+  EXPECT_GT(complete, 8 * 10);
+  EXPECT_GT(counters, 64);
+}
+
+TEST(Cli, SameSeedGivesByteIdenticalResults) {
+  const fs::path a = temp_dir("a"), b = temp_dir("b"), c = temp_dir("c");
+  const std::string args = kSmall + "--imbalance-std 0.03 --seed 7 --out-dir ";
+  ASSERT_EQ(run(args + a.string(), a).status, 0);
+  ASSERT_EQ(run(args + b.string(), b).status, 0);
+  ASSERT_EQ(run(kSmall + "--imbalance-std 0.03 --seed 8 --out-dir " + c.string(), c).status, 0);
+  const std::string ra = slurp(a / "results.json");
+  EXPECT_FALSE(ra.empty());
+  EXPECT_EQ(ra, slurp(b / "results.json"));
+  EXPECT_EQ(slurp(a / "timeline.json"), slurp(b / "timeline.json"));
+  EXPECT_NE(ra, slurp(c / "results.json"));
+}
+
+TEST(Cli, IdealIsFasterThanMegatron) {
+  const fs::path a = temp_dir("meg"), b = temp_dir("ideal");
+  ASSERT_EQ(run(kSmall + "--no-timeline --out-dir " + a.string(), a).status, 0);
+  ASSERT_EQ(run(kSmall + "--no-timeline --schedule ideal --out-dir " + b.string(), b).status, 0);
+  const auto m = nlohmann::json::parse(slurp(a / "results.json"));
+  const auto i = nlohmann::json::parse(slurp(b / "results.json"));
+  EXPECT_LT(i["layer_time_us"].get<double>(), m["layer_time_us"].get<double>());
+  EXPECT_EQ(i["totals"]["fabric_payload_bytes_sent"].get<double>(), 0.0);
+}
+
+// A copy of a shipped config with one line edited.
+fs::path edited_config(const fs::path& dir, const std::string& kind, const std::string& name,
+                       const std::string& from, const std::string& to) {
+  std::string text = slurp(fs::path(MOEHUB_SOURCE_DIR) / "configs" / kind / (name + ".yaml"));
+  const auto pos = text.find(from);
+  if (pos == std::string::npos) throw std::runtime_error("test setup: '" + from + "' not in " + name);
+  text.replace(pos, from.size(), to);
+  const fs::path p = dir / ("bad-" + name + ".yaml");
+  std::ofstream(p) << text;
+  return p;
+}
+
+void expect_rejected(const std::string& args, const fs::path& dir, const std::string& file,
+                     const std::string& key) {
+  const Result r = run(args + " --out-dir " + dir.string(), dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(file), std::string::npos) << "message does not name the file: " << r.err;
+  EXPECT_NE(r.err.find(key), std::string::npos) << "message does not name the key: " << r.err;
+  EXPECT_FALSE(fs::exists(dir / "results.json")) << "partial output written";
+  EXPECT_FALSE(fs::exists(dir / "timeline.json")) << "partial output written";
+  EXPECT_EQ(r.out.find("layer"), std::string::npos) << "a table was printed";
+}
+
+TEST(Cli, MalformedSystemConfigsExitWithStatus2) {
+  struct Case {
+    std::string from, to, key;
+  };
+  const Case cases[] = {
+      {"  hbm_latency_ns: 500", "", "gpu.hbm_latency_ns"},                          // missing key
+      {"  hbm_latency_ns: 500", "  hbm_latency_ns: 500\n  hbm_size_gb: 80", "hbm_size_gb"},  // unknown key
+      {"num_gpus: 8", "num_gpus: eight", "num_gpus"},                                // wrong type
+      {"bw_gbps_per_direction_per_gpu: 200", "bw_gbps_per_direction_per_gpu: -200",
+       "nvlink.bw_gbps_per_direction_per_gpu"},                                       // negative bandwidth
+      {"  num_sms: 132", "  num_sms: 0", "gpu.num_sms"},                              // out of range
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    const fs::path d = temp_dir("sys" + std::to_string(i++));
+    const fs::path cfg = edited_config(d, "systems", "dgx-h800", c.from, c.to);
+    SCOPED_TRACE(c.key);
+    expect_rejected(kSmall + "--system " + cfg.string(), d, cfg.string(), c.key);
+  }
+}
+
+TEST(Cli, TopKLargerThanExpertsIsRejected) {
+  const fs::path d = temp_dir("topk");
+  const fs::path cfg = edited_config(d, "models", "mixtral-8x7b", "top_k: 2", "top_k: 9");
+  expect_rejected(kSmall + "--model " + cfg.string(), d, cfg.string(), "top_k");
+}
+
+TEST(Cli, BadCommandLineValuesExitWithStatus2) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--tokens 4", "--tokens"},
+      {"--schedule fastest", "--schedule"},
+      {"--imbalance-std -0.1", "--imbalance-std"},
+      {"--distribution pareto", "--distribution"},
+      {"--granularity flit", "--granularity"},
+      {"--system no-such-system", "no-such-system"},
+      {"--tokens many", "--tokens"},
+      {"--comm-sms 0", "--comm-sms"},
+  };
+  int i = 0;
+  for (const auto& [args, key] : cases) {
+    const fs::path d = temp_dir("arg" + std::to_string(i++));
+    SCOPED_TRACE(args);
+    const Result r = run(args + " --quiet --out-dir " + d.string(), d);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d / "results.json"));
+  }
+}
+
+}  // namespace

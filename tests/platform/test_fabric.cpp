@@ -1,0 +1,170 @@
+// Timing tests of the NVLink/NVSwitch fabric against analytical bounds.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "common/units.hpp"
+#include "gpu/store_stream.hpp"
+#include "sim_fixture.hpp"
+
+namespace moehub {
+namespace {
+
+using test::default_system;
+using test::run_node;
+using test::single_all_to_all;
+using test::uniform_rows;
+
+#define MOEHUB_RUN_OR_SKIP(node, sys, sched)                                              \
+  auto node = run_node(sys, sched);                                                      \
+  if (!node) GTEST_SKIP() << "one simulation per process: run this test through ctest";  \
+  ASSERT_TRUE(node->collectives().verify().empty())
+
+Tick collective_time(const Node& node, int g) {
+  for (const auto& r : node.records()[static_cast<std::size_t>(g)].stream) {
+    if (r.kind == "all_to_all") return r.end - r.start;
+  }
+  ADD_FAILURE() << "no all-to-all on GPU " << g;
+  return 0;
+}
+
+// A uniform all-to-all of large messages runs at the links' rate: each GPU's
+// ports must carry (N-1)/N of its data plus the write responses it owes for
+// the same amount received, and cannot finish sooner than that; it should
+// finish within 5 % of that plus one round trip.
+void uniform_all_to_all_near_bound(const std::string& granularity) {
+  SystemConfig sys = default_system();
+  sys.sim.granularity = granularity;
+  const int N = sys.num_gpus;
+  const std::uint32_t row_bytes = 8192;      // Mixtral hidden 4096 x bf16
+  const std::int64_t rows_per_peer = 160;    // 1.25 MiB to each peer, 8.75 MiB per GPU
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(uniform_rows(N, rows_per_peer), row_bytes, 24));
+
+  const PacketFormat fmt = PacketFormat::from(sys.nvlink);
+  const double packets = static_cast<double>(rows_per_peer) * (N - 1) * fmt.packets_per_row(row_bytes);
+  const double wire_bytes_per_packet =
+      static_cast<double>(fmt.row_flits(row_bytes)) / fmt.packets_per_row(row_bytes) * sys.nvlink.flit_bytes +
+      sys.nvlink.ack_flits * sys.nvlink.flit_bytes;
+  const double bound_ns = packets * wire_bytes_per_packet / sys.nvlink.bw_gbps_per_direction_per_gpu;
+  const double rtt_ns = 4 * sys.nvlink.gpu_switch_latency_ns + 2 * sys.nvswitch.crossing_latency_ns +
+                        sys.gpu.xbar_latency_ns + 2 * sys.gpu.hub_latency_ns;
+  double worst = 0;
+  for (int g = 0; g < N; ++g) {
+    const double t = ticks_to_ns(collective_time(*node, g));
+    worst = std::max(worst, t);
+    EXPECT_GE(t, bound_ns) << "GPU " << g << " beat the link-bandwidth bound";
+  }
+  std::printf("uniform all-to-all (%s): %.1f ns, bound %.1f ns (+ round trip %.0f ns): ratio %.4f; "
+              "payload rate %.1f GB/s per GPU\n",
+              granularity.c_str(), worst, bound_ns, rtt_ns, worst / (bound_ns + rtt_ns),
+              packets * sys.nvlink.max_payload_bytes / worst);
+  EXPECT_LE(worst, 1.05 * (bound_ns + rtt_ns));
+}
+
+TEST(Fabric, UniformAllToAllNearBandwidthBoundPacketLevel) { uniform_all_to_all_near_bound("packet"); }
+TEST(Fabric, UniformAllToAllNearBandwidthBoundRowLevel) { uniform_all_to_all_near_bound("row"); }
+
+// One small packet from GPU 0 to GPU 1 sees the configured latencies: the
+// store crosses crossbar and hub, GPU->switch->GPU, and its write response
+// comes back the same way.
+TEST(Fabric, SinglePacketRoundTrip) {
+  const SystemConfig sys = default_system();
+  std::vector<std::vector<std::int64_t>> rows(8, std::vector<std::int64_t>(8, 0));
+  rows[0][1] = 1;
+  const std::uint32_t bytes = 16;
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(rows, bytes, 1));
+
+  const PacketFormat fmt = PacketFormat::from(sys.nvlink);
+  const double port_bw = sys.nvlink.bw_gbps_per_direction_per_gpu / sys.nvswitch.num_switches;
+  const Tick link = ns_to_ticks(sys.nvlink.gpu_switch_latency_ns);
+  const Tick cross = ns_to_ticks(sys.nvswitch.crossing_latency_ns);
+  const Tick hub = ns_to_ticks(sys.gpu.hub_latency_ns);
+  const Tick data_ser = transfer_ticks(fmt.packet_flits(bytes) * sys.nvlink.flit_bytes, port_bw);
+  const Tick ack_ser = transfer_ticks(sys.nvlink.ack_flits * sys.nvlink.flit_bytes, port_bw);
+  const Tick issue = transfer_ticks(bytes, sys.gpu.remote_store_bytes_per_cycle_per_sm * sys.gpu.sm_clock_ghz);
+  const Tick expected = issue + ns_to_ticks(sys.gpu.xbar_latency_ns) + hub  // SM -> hub
+                        + data_ser + link + cross + data_ser + link + hub    // to GPU 1's hub
+                        + ack_ser + link + cross + ack_ser + link + hub;     // response back
+  const Tick measured = collective_time(*node, 0);
+  std::printf("round trip of one %u-byte store: %.3f ns (expected %.3f ns)\n", bytes, ticks_to_ns(measured),
+              ticks_to_ns(expected));
+  EXPECT_EQ(measured, expected);
+  // the configured GPU-switch latency makes a round trip of about 1 us
+  EXPECT_GE(ticks_to_ns(measured), 4 * sys.nvlink.gpu_switch_latency_ns);
+  EXPECT_LT(ticks_to_ns(measured), 4 * sys.nvlink.gpu_switch_latency_ns + 300);
+}
+
+// Rows of 300 bytes travel as ceil(300/128) = 3 packets (128 + 128 + 44).
+void packet_counts(const std::string& granularity) {
+  SystemConfig sys = default_system();
+  sys.sim.granularity = granularity;
+  const int N = sys.num_gpus;
+  const std::uint32_t row_bytes = 300;
+  const std::int64_t rows = 5;
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(uniform_rows(N, rows), row_bytes, 4));
+  std::uint64_t up_packets = 0, down_packets = 0;
+  double payload = 0;
+  std::uint64_t flits = 0;
+  for (int g = 0; g < N; ++g) {
+    for (int p = 0; p < node->planes(); ++p) {
+      up_packets += node->uplink(g, p).write_packets();
+      down_packets += node->downlink(g, p).write_packets();
+      payload += node->uplink(g, p).payload_bytes();
+    }
+    EXPECT_EQ(node->hub(g).data_packets_sent(), static_cast<std::uint64_t>((N - 1) * rows * 3));
+  }
+  (void)flits;
+  const auto expected = static_cast<std::uint64_t>(N * (N - 1) * rows * 3);
+  EXPECT_EQ(up_packets, expected);
+  EXPECT_EQ(down_packets, expected);
+  EXPECT_EQ(payload, static_cast<double>(N * (N - 1) * rows * row_bytes));
+  EXPECT_EQ(node->collectives().totals().data_packets, expected);
+}
+
+TEST(Fabric, PacketsPerRowPacketLevel) { packet_counts("packet"); }
+TEST(Fabric, PacketsPerRowRowLevel) { packet_counts("row"); }
+
+// Two GPUs sending to a third share its switch-to-GPU ports: the transfer
+// takes about twice as long as one sender alone would.
+TEST(Fabric, OutputPortContention) {
+  const SystemConfig sys = default_system();
+  std::vector<std::vector<std::int64_t>> rows(8, std::vector<std::int64_t>(8, 0));
+  const std::int64_t n = 256;
+  const std::uint32_t row_bytes = 4096;
+  rows[0][2] = n;
+  rows[1][2] = n;
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(rows, row_bytes, 24));
+  const PacketFormat fmt = PacketFormat::from(sys.nvlink);
+  const double one_sender_ns = static_cast<double>(n) * static_cast<double>(fmt.row_flits(row_bytes)) * sys.nvlink.flit_bytes /
+                               sys.nvlink.bw_gbps_per_direction_per_gpu;
+  const double t = ticks_to_ns(collective_time(*node, 2));
+  std::printf("two senders into one GPU: %.1f ns; one sender's wire time %.1f ns\n", t, one_sender_ns);
+  EXPECT_GE(t, 2 * one_sender_ns);
+  EXPECT_LE(t, 2 * one_sender_ns * 1.05 + 1500);
+}
+
+// With credits for two packets only, a port can have at most two packets in
+// the far buffer per credit round trip (2 x 250 ns): the credit loop, not
+// the bandwidth, sets the pace.
+TEST(Fabric, CreditsLimitThroughput) {
+  SystemConfig sys = default_system();
+  const PacketFormat fmt = PacketFormat::from(sys.nvlink);
+  sys.nvlink.credits_flits = static_cast<int>(2 * fmt.packet_flits(fmt.max_payload_bytes));
+  std::vector<std::vector<std::int64_t>> rows(8, std::vector<std::int64_t>(8, 0));
+  const std::int64_t n = 64;
+  const std::uint32_t row_bytes = 1024;  // 8 packets per row
+  rows[0][1] = n;
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(rows, row_bytes, 24));
+  const double packets_per_port = static_cast<double>(n) * 8 / sys.nvswitch.num_switches;
+  const double credit_rtt_ns = 2 * sys.nvlink.gpu_switch_latency_ns;
+  const double floor_ns = (packets_per_port / 2 - 1) * credit_rtt_ns;
+  const double t = ticks_to_ns(collective_time(*node, 0));
+  std::printf("credit-limited transfer: %.1f ns, credit floor %.1f ns\n", t, floor_ns);
+  EXPECT_GE(t, floor_ns);
+  double stall = 0;
+  for (int p = 0; p < node->planes(); ++p) stall += ticks_to_ns(node->uplink(0, p).credit_stall());
+  EXPECT_GT(stall, 0.0);
+}
+
+}  // namespace
+}  // namespace moehub
