@@ -1,0 +1,91 @@
+// moehub-bench-sim: simulator speed on the default job.
+//
+// Runs the default configuration (DGX-H800-like node, Mixtral-8x7B, 8192
+// tokens, megatron schedule) at packet granularity, and the same job at row
+// granularity, each several times in a fresh process (SystemC elaborates once
+// per process), and prints the wall time of the simulation and the simulated
+// NVLink data packets per wall-clock second (median of the repetitions).
+//
+//   moehub-bench-sim [repetitions] [tokens]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/config_loader.hpp"
+#include "platform/simulate.hpp"
+
+namespace {
+
+struct Sample {
+  double wall_s = 0;
+  double packets = 0;
+  double transactions = 0;
+  double layer_us = 0;
+};
+
+// Runs one simulation in a child process and reads its figures from a pipe.
+bool run_child(const moehub::RunRequest& req, Sample& out) {
+  int fd[2];
+  if (pipe(fd) != 0) return false;
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    close(fd[0]);
+    const auto r = moehub::simulate(req);
+    Sample s{r.wall_seconds, static_cast<double>(r.fabric_packets), static_cast<double>(r.fabric_transactions),
+             r.results["layer_time_us"].get<double>()};
+    const bool ok = r.check_errors.empty() && write(fd[1], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
+    _exit(ok ? 0 : 1);
+  }
+  close(fd[1]);
+  const bool got = read(fd[0], &out, sizeof out) == static_cast<ssize_t>(sizeof out);
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const long tokens = argc > 2 ? std::atol(argv[2]) : 8192;
+  moehub::RunRequest base;
+  base.system = moehub::load_system_config(moehub::resolve_config_path("dgx-h800", "systems"));
+  base.model = moehub::load_model_config(moehub::resolve_config_path("mixtral-8x7b", "models"));
+  base.workload.tokens = tokens;
+  base.schedule = "megatron";
+  base.timeline = false;
+
+  std::printf("moehub-bench-sim: %s, %s, %ld tokens, megatron, %d repetitions each (median)\n",
+              base.system.name.c_str(), base.model.name.c_str(), tokens, reps);
+  std::printf("%-12s %12s %14s %16s %18s %14s\n", "granularity", "wall_s", "layer_us", "nvlink_packets",
+              "transactions", "packets_per_s");
+  for (const char* g : {"packet", "row"}) {
+    moehub::RunRequest req = base;
+    req.system.sim.granularity = g;
+    std::vector<double> wall, rate;
+    Sample s;
+    for (int i = 0; i < reps; ++i) {
+      if (!run_child(req, s)) {
+        std::fprintf(stderr, "moehub-bench-sim: a run failed\n");
+        return 1;
+      }
+      wall.push_back(s.wall_s);
+      rate.push_back(s.packets / s.wall_s);
+    }
+    std::printf("%-12s %12.3f %14.2f %16.0f %18.0f %14.3g\n", g, median(wall), s.layer_us, s.packets,
+                s.transactions, median(rate));
+  }
+  return 0;
+}
