@@ -1,6 +1,9 @@
 // Configuration structures for systems, models and workloads.
 //
-// Every field carries its unit in its name. The YAML files under configs/
+// Every field carries its unit in its name. The defaults below are those of
+// the shipped default system (configs/systems/dgx-h800.yaml, where each
+// number's source is given); runs always load a YAML file, the defaults serve
+// code that builds a config by hand. The YAML files under configs/
 // mirror these structures key for key (same names, same nesting); the loader
 // (config_loader.hpp) rejects missing keys, unknown keys, wrong types and
 // values out of range, naming the file and the key.
@@ -18,8 +21,8 @@ namespace moehub {
 /// half-saturation constants say at which size a dimension reaches half of its
 /// asymptotic efficiency.
 struct GemmEfficiencyConfig {
-  double max_efficiency = 0.8;  ///< fraction of peak at large shapes, (0, 1]
-  double m_half = 64;           ///< rows at which the M factor is 0.5, >= 0
+  double max_efficiency = 0.78; ///< fraction of peak at large shapes, (0, 1]
+  double m_half = 131;          ///< rows at which the M factor is 0.5, >= 0
   double n_half = 64;           ///< >= 0
   double k_half = 64;           ///< >= 0
 };
@@ -27,7 +30,7 @@ struct GemmEfficiencyConfig {
 struct GpuConfig {
   std::string name;
   int num_sms = 132;                          ///< streaming multiprocessors, >= 1
-  double sm_clock_ghz = 1.755;                ///< SM clock, > 0
+  double sm_clock_ghz = 1.98;                ///< SM clock, > 0
   double dense_bf16_tflops = 989.4;           ///< whole-chip dense bf16 tensor rate, > 0
   GemmEfficiencyConfig gemm;                  ///< shape-dependent efficiency
   int gemm_tile_m = 128;                      ///< output tile rows per thread block, >= 1
@@ -35,7 +38,7 @@ struct GpuConfig {
   double remote_store_bytes_per_cycle_per_sm = 64;  ///< store issue limit towards the hub, > 0
   double hbm_bw_gbps = 3350;                  ///< HBM bandwidth, > 0
   double hbm_latency_ns = 500;                ///< HBM access latency, >= 0
-  double memory_kernel_efficiency = 0.8;      ///< achieved fraction of hbm_bw for streaming kernels, (0, 1]
+  double memory_kernel_efficiency = 0.88;     ///< achieved fraction of hbm_bw for streaming kernels, (0, 1]
   double xbar_bw_gbps = 5000;                 ///< crossbar bandwidth between hub and L2/HBM side, > 0
   double xbar_latency_ns = 100;               ///< crossbar traversal latency, >= 0
   double hub_latency_ns = 20;                 ///< hub processing latency per packet, >= 0
@@ -48,7 +51,7 @@ struct NvlinkConfig {
   int ack_flits = 1;                   ///< flits of a write response on the reverse direction, >= 0
   double bw_gbps_per_direction_per_gpu = 200;  ///< all of one GPU's links together, one direction, > 0
   double gpu_switch_latency_ns = 250;  ///< one-way GPU <-> switch latency (wire + PHY + port), >= 0
-  int credits_flits = 256;             ///< receive-buffer credits of each link endpoint, in flits, >= max packet flits
+  int credits_flits = 2048;            ///< receive-buffer credits of each link endpoint, in flits, >= max packet flits
 };
 
 struct NvswitchConfig {
@@ -58,8 +61,8 @@ struct NvswitchConfig {
 
 struct HostConfig {
   double kernel_launch_us = 4;     ///< host-side cost of one kernel launch, >= 0
-  double stream_sync_us = 10;      ///< device-to-host copy + stream synchronisation, >= 0
-  double collective_setup_us = 8;  ///< host/NCCL overhead to start one all-to-all, >= 0
+  double stream_sync_us = 15;      ///< device-to-host copy + stream synchronisation, >= 0
+  double collective_setup_us = 10; ///< host/NCCL overhead to start one all-to-all, >= 0
 };
 
 struct SimConfig {
