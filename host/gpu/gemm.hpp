@@ -20,6 +20,7 @@ namespace moehub::gpu {
 
 enum class GemmImpl { kLoop, kStreams, kGrouped, kAuto };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
+constexpr int kAutoStreams = 8;  ///< side streams of a runner made with the default
 const char* to_string(GemmImpl);
 GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "auto"; throws std::invalid_argument
 
@@ -39,7 +40,7 @@ struct GemmCall {
 
 class GemmRunner {
  public:
-  GemmRunner(cudaStream_t stream, int side_streams = 8);
+  GemmRunner(cudaStream_t stream, int side_streams = kAutoStreams);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;

@@ -189,11 +189,16 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   };
   const GemmCall gu = call_gu(), dn = call_dn();
   const double flops_gu = 2.0 * static_cast<double>(M) * 2.0 * F * H, flops_dn = 2.0 * static_cast<double>(M) * F * H;
-  for (GemmImpl impl : {GemmImpl::kLoop, GemmImpl::kStreams, GemmImpl::kGrouped, GemmImpl::kAuto}) {
-    const double t1 = time_us(s, 3, 10, [&] { g.run(gu, impl); });
-    const double t2 = time_us(s, 3, 10, [&] { g.run(dn, impl); });
-    std::string name = to_string(impl);
-    if (impl == GemmImpl::kGrouped && g.grouped_fallback()) name += "(fallback-loop)";
+  struct Variant { const char* name; GemmImpl impl; int streams; };
+  const Variant variants[] = {{"loop", GemmImpl::kLoop, 8},        {"streams4", GemmImpl::kStreams, 4},
+                              {"streams8", GemmImpl::kStreams, 8}, {"streams16", GemmImpl::kStreams, 16},
+                              {"grouped", GemmImpl::kGrouped, 8},  {"auto", GemmImpl::kAuto, kAutoStreams}};
+  for (const Variant& v : variants) {
+    GemmRunner gv(s, v.streams);
+    const double t1 = time_us(s, 5, 20, [&] { gv.run(gu, v.impl); });
+    const double t2 = time_us(s, 5, 20, [&] { gv.run(dn, v.impl); });
+    std::string name = v.name;
+    if (v.impl == GemmImpl::kGrouped && gv.grouped_fallback()) name += "(fallback-loop)";
     out.push_back({M, 2LL * F, H, static_cast<int>(G), name, t1, flops_gu / t1 * 1e-6});
     out.push_back({M, H, F, static_cast<int>(G), name, t2, flops_dn / t2 * 1e-6});
     if (print)
@@ -205,8 +210,8 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   GemmCall d1, d2;
   d1.groups.push_back({x, w, y, M, 2LL * F, H});
   d2.groups.push_back({y, w, a, M, H, F});
-  const double t1 = time_us(s, 3, 10, [&] { g.run(d1, GemmImpl::kLoop); });
-  const double t2 = time_us(s, 3, 10, [&] { g.run(d2, GemmImpl::kLoop); });
+  const double t1 = time_us(s, 5, 20, [&] { g.run(d1, GemmImpl::kLoop); });
+  const double t2 = time_us(s, 5, 20, [&] { g.run(d2, GemmImpl::kLoop); });
   out.push_back({M, 2LL * F, H, 1, "dense", t1, flops_gu / t1 * 1e-6});
   out.push_back({M, H, F, 1, "dense", t2, flops_dn / t2 * 1e-6});
   if (print)
@@ -322,7 +327,7 @@ int cmd_bench_gemm(const Args& a) {
   const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b",
                                 {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
   std::printf("bench-gemm: %lld tokens, balanced routing (rows = tokens * k split evenly over the experts), bf16 in, fp32 "
-              "accumulate, bf16 out; median of 10 after 3 warm-ups; %s\n",
+              "accumulate, bf16 out; median of 20 after 5 warm-ups; %s\n",
               static_cast<long long>(tokens), device_name(0).c_str());
   std::vector<trace::GemmTiming> out;
   for (const Model& m : kModels) {

@@ -4,7 +4,7 @@
 Same shapes: tokens * top_k rows split evenly over the experts (the remainder one row
 each to the first experts), bf16 inputs, bf16 output; gate+up as one grouped product
 with N = 2F (the same FLOPs as moehub's two F-wide groups per expert), down with N = H.
-Timed with CUDA events: median of 10 after 3 warm-ups, random inputs (never zeros).
+Timed with CUDA events: median of 20 after 5 warm-ups, random inputs (never zeros).
 Also a dense torch.mm of the same FLOPs. Prints one line per shape.
 """
 import argparse
@@ -20,7 +20,7 @@ MODELS = {  # hidden, ffn, experts, top_k (public model configs)
 }
 
 
-def median_us(fn, warm=3, reps=10):
+def median_us(fn, warm=5, reps=20):
     for _ in range(warm):
         fn()
     times = []
