@@ -20,7 +20,7 @@ namespace moehub::gpu {
 
 enum class GemmImpl { kLoop, kStreams, kGrouped, kAuto };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
-constexpr int kAutoStreams = 8;  ///< side streams of a runner made with the default
+constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
 GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "auto"; throws std::invalid_argument
 

@@ -47,6 +47,12 @@ for s in "$@"; do
       stage run 200 "$BIN" run --schedule ring --ep 8 --tokens 8192 --trace-dir /tmp/moehub-trace
       stage run_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 8192
       tar -C /tmp -czf "$OUT/trace.tar.gz" moehub-trace ;;
+    run-pub)
+      stage run_pub_ring 200 "$BIN" run --schedule ring-expert --ep 8 --tokens 49152
+      stage run_pub_adaptive 200 "$BIN" run --schedule ring --ep 8 --tokens 49152 --iters 1
+      stage run_pub_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 49152 ;;
+    nccl1)
+      stage nccl_one_rank 120 mpirun --allow-run-as-root -np 1 "$BIN" run --transport nccl --schedule ring-expert --tokens 2048 --rendezvous /tmp ;;
     tests)
       stage ctest 200 ctest --test-dir build/gpu -L gpu --output-on-failure ;;
     *) echo "unknown stage $s" ;;
