@@ -15,6 +15,8 @@
 
 #include "common/config_loader.hpp"
 #include "platform/simulate.hpp"
+#include "trace/trace.hpp"
+#include "workload/routing_trace.hpp"
 
 namespace {
 
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   std::string out_dir = ".";
   std::string results_path, timeline_path;
   std::optional<std::string> granularity;
+  std::string routing_trace;
   bool no_timeline = false;
   bool quiet = false;
   moehub::WorkloadConfig wl;
@@ -67,6 +70,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--zipf-s", wl.zipf_s, "Zipf exponent over expert ranks (zipf distribution), >= 0")
       ->capture_default_str();
+  app.add_option("--routing-trace", routing_trace,
+                 "replay the routing of a moehub-gpu trace directory (one rank per GPU) instead of generating it");
   app.add_option("--granularity", granularity, "override sim.granularity: packet or row");
   app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
   app.add_option("--out-dir", out_dir, "where results.json and timeline.json go")->capture_default_str();
@@ -106,11 +111,19 @@ int main(int argc, char** argv) {
       throw moehub::ConfigError("<command line>", "--schedule",
                                 "must be 'megatron' or 'ideal' (got '" + schedule + "')");
     }
-    moehub::validate_run(req.system, req.model, wl);
+    if (routing_trace.empty()) {
+      moehub::validate_run(req.system, req.model, wl);
+    } else {
+      req.routing = moehub::routing_from_trace(routing_trace, req.model, req.system.num_gpus);
+      req.routing_source = routing_trace;
+    }
     if (!std::filesystem::is_directory(out_dir)) {
       throw moehub::ConfigError("<command line>", "--out-dir", "'" + out_dir + "' is not a directory");
     }
   } catch (const moehub::ConfigError& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const moehub::trace::TraceError& e) {
     std::cerr << "moehub-sim: error: " << e.what() << "\n";
     return kExitBadInput;
   }

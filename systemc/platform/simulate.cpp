@@ -63,13 +63,19 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   j["model"] = req.model.name;
   j["schedule"] = req.schedule;
   j["num_gpus"] = req.system.num_gpus;
-  j["tokens"] = req.workload.tokens;
-  j["seed"] = req.workload.seed;
-  j["distribution"] = req.workload.distribution;
-  if (req.workload.distribution == "zipf") {
-    j["zipf_s"] = req.workload.zipf_s;
+  j["tokens"] = routing.total_tokens();
+  if (req.routing) {
+    j["routing"] = "trace";
+    j["routing_trace"] = req.routing_source;
   } else {
-    j["imbalance_std"] = req.workload.imbalance_std;
+    j["routing"] = "generated";
+    j["seed"] = req.workload.seed;
+    j["distribution"] = req.workload.distribution;
+    if (req.workload.distribution == "zipf") {
+      j["zipf_s"] = req.workload.zipf_s;
+    } else {
+      j["imbalance_std"] = req.workload.imbalance_std;
+    }
   }
   j["measured_load_std"] = routing.load_std();
   j["granularity"] = req.system.sim.granularity;
@@ -201,7 +207,8 @@ std::string make_timeline(const Node& node, const RunRequest& req) {
 
 RunOutput simulate(const RunRequest& req) {
   set_picosecond_resolution();
-  const Routing routing = generate_routing(req.model, req.workload, req.system.num_gpus);
+  const Routing routing =
+      req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
   const Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
 

@@ -7,10 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/config.hpp"
+#include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
@@ -22,6 +24,9 @@ struct RunRequest {
   std::string schedule = "megatron";
   ScheduleOptions options;
   bool timeline = true;  ///< build the Chrome trace
+  /// Routing to replay (from a GPU trace) instead of generating one.
+  std::optional<Routing> routing;
+  std::string routing_source;  ///< where `routing` came from (for the results)
 };
 
 struct RunOutput {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "trace/trace.hpp"
 #include <set>
 #include <sstream>
 #include <string>
@@ -186,6 +188,63 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
     EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d / "results.json"));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A small valid trace of 8 ranks for Mixtral's 8 experts and the given top-k.
+fs::path write_small_trace(const fs::path& dir, int top_k, int tokens_per_rank) {
+  moehub::trace::Trace t;
+  t.manifest.producer = "test";
+  t.manifest.device = "none";
+  t.manifest.date = "2026-11-29";
+  t.manifest.ranks = 8;
+  t.manifest.hidden = 4096;
+  t.manifest.ffn = 14336;
+  t.manifest.experts = 8;
+  t.manifest.top_k = top_k;
+  for (int r = 0; r < 8; ++r) {
+    moehub::trace::RankRouting rr;
+    rr.rank = r;
+    rr.tokens = tokens_per_rank + r;  // uneven on purpose
+    rr.top_k = top_k;
+    for (std::int64_t tok = 0; tok < rr.tokens; ++tok) {
+      for (int j = 0; j < top_k; ++j) {
+        rr.topk_ids.push_back(static_cast<std::int32_t>((tok * 3 + r + j) % 8));  // distinct for j < 8
+        rr.topk_weights.push_back(1.0f / static_cast<float>(top_k));
+      }
+    }
+    t.routing.push_back(rr);
+  }
+  const fs::path td = dir / "trace";
+  moehub::trace::write_trace(td.string(), t, "");
+  return td;
+}
+
+TEST(Cli, ReplaysRoutingFromAGpuTrace) {
+  const fs::path d = temp_dir("trace");
+  const fs::path td = write_small_trace(d, 2, 100);
+  const Result r = run("--quiet --no-timeline --routing-trace " + td.string() + " --out-dir " + d.string(), d);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+  EXPECT_EQ(j["routing"], "trace");
+  EXPECT_EQ(j["tokens"].get<std::int64_t>(), 8 * 100 + 28);
+  EXPECT_EQ(j["gpus"][7]["tokens"].get<std::int64_t>(), 107);
+  // every token-expert pair in dispatch and in combine, plus 8 x 8 count rows
+  EXPECT_EQ(j["totals"]["rows_delivered"].get<std::int64_t>(), 2 * 2 * (8 * 100 + 28) + 64);
+  EXPECT_TRUE(j["checks"]["passed"].get<bool>());
+}
+
+TEST(Cli, TraceThatDoesNotFitTheRunIsRejected) {
+  const fs::path d = temp_dir("trace-k");
+  const fs::path td = write_small_trace(d, 4, 10);  // top-4, Mixtral is top-2
+  expect_rejected("--quiet --routing-trace " + td.string(), d, (td / "manifest.json").string(), "top_k");
+  const fs::path d2 = temp_dir("trace-missing");
+  const fs::path td2 = write_small_trace(d2, 2, 10);
+  fs::remove(td2 / "routing" / "rank3_topk_ids.npy");
+  expect_rejected("--quiet --routing-trace " + td2.string(), d2, "rank3_topk_ids.npy", "");
 }
 
 }  // namespace
