@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Runs moehub-sim over a grid of settings as independent processes (a local
+worker pool) and writes one CSV row per run plus a Markdown table.
+
+  host/scripts/sweep.py --sim build/release/host/sim/moehub-sim --out out/sweep \
+      --models mixtral-8x7b --tokens 128 512 2048 8192 32768 --schedules megatron ideal
+
+Each run's full results JSON is kept in OUT/runs/. Exit status is non-zero if
+any run fails (its stderr is printed)."""
+import argparse
+import concurrent.futures as cf
+import csv
+import itertools
+import json
+import os
+import subprocess
+import sys
+
+
+def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
+    tag = f"{system}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
+    results = os.path.join(out, "runs", tag + ".json")
+    cmd = [sim, "--system", system, "--model", model, "--schedule", schedule, "--tokens", str(tokens),
+           "--imbalance-std", str(std), "--seed", str(seed), "--granularity", granularity,
+           "--results", results, "--no-timeline", "--quiet", "--out-dir", out]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return tag, None, p.stderr
+    with open(results) as f:
+        r = json.load(f)
+    row = {"system": system, "model": model, "schedule": schedule, "tokens": tokens, "imbalance_std": std,
+           "seed": seed, "granularity": granularity, "measured_load_std": round(r["measured_load_std"], 5),
+           "layer_time_us": round(r["layer_time_us"], 3)}
+    for k, v in r["breakdown_us"].items():
+        row["us_" + k] = round(v, 3)
+    return tag, row, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--systems", nargs="+", default=["dgx-h800"])
+    ap.add_argument("--models", nargs="+", default=["mixtral-8x7b"])
+    ap.add_argument("--schedules", nargs="+", default=["megatron", "ideal"])
+    ap.add_argument("--tokens", nargs="+", type=int, default=[8192])
+    ap.add_argument("--imbalance-std", nargs="+", type=float, default=[0.0])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[1])
+    ap.add_argument("--granularity", default="packet", choices=["packet", "row"])
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    a = ap.parse_args()
+    os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
+    grid = list(itertools.product(a.models, a.systems, a.schedules, a.tokens, a.imbalance_std, a.seeds))
+    rows, failed = [], 0
+    with cf.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        futs = [pool.submit(run_one, a.sim, a.out, m, s, sch, t, std, seed, a.granularity)
+                for (m, s, sch, t, std, seed) in grid]
+        for f in cf.as_completed(futs):
+            tag, row, err = f.result()
+            if row is None:
+                failed += 1
+                print(f"sweep: {tag} failed:\n{err}", file=sys.stderr)
+            else:
+                rows.append(row)
+    keys = ["system", "model", "schedule", "tokens", "imbalance_std", "seed", "granularity"]
+    rows.sort(key=lambda r: tuple(r[k] for k in keys))
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in keys, k))
+    with open(os.path.join(a.out, "sweep.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    # Markdown: layer time per schedule side by side, ratio to ideal when present
+    by = {}
+    for r in rows:
+        by.setdefault((r["system"], r["model"], r["tokens"], r["imbalance_std"], r["seed"]), {})[r["schedule"]] = r
+    scheds = a.schedules
+    lines = ["| system | model | tokens | std | seed | " + " | ".join(f"{s} (us)" for s in scheds) +
+             (" | megatron / ideal |" if {"megatron", "ideal"} <= set(scheds) else " |"),
+             "|" + " --- |" * (5 + len(scheds) + ({"megatron", "ideal"} <= set(scheds)))]
+    for key in sorted(by):
+        d = by[key]
+        cells = [f"{d[s]['layer_time_us']:.1f}" if s in d else "-" for s in scheds]
+        ratio = ""
+        if "megatron" in d and "ideal" in d:
+            ratio = f" {d['megatron']['layer_time_us'] / d['ideal']['layer_time_us']:.3f} |"
+        lines.append("| " + " | ".join(str(x) for x in key) + " | " + " | ".join(cells) + " |" + ratio)
+    with open(os.path.join(a.out, "sweep.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
