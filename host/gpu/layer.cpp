@@ -730,12 +730,16 @@ std::vector<HopTime> MoeLayer::hop_times() {
     cudaEvent_t prev_end = nullptr;
     std::string prev_pass;
     for (auto& e : r->hop_events) {
-      float c = 0, x = 0, hop = 0;
+      float c = 0, x = 0, hop = 0, cs = 0, xs = -1e-3f;
       MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&c, e.c0, e.c1));
-      if (e.has_x) MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&x, e.x0, e.x1));
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&cs, r->t0, e.c0));
+      if (e.has_x) {
+        MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&x, e.x0, e.x1));
+        MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&xs, r->t0, e.x0));
+      }
       if (prev_end && prev_pass == e.pass) MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&hop, prev_end, e.c1));
       else hop = c;
-      out.push_back({r->rank, e.pass, e.mode, e.hop, 1e3 * c, 1e3 * x, 1e3 * hop});
+      out.push_back({r->rank, e.pass, e.mode, e.hop, 1e3 * c, 1e3 * x, 1e3 * hop, 1e3 * cs, 1e3 * xs});
       prev_end = e.c1;
       prev_pass = e.pass;
     }

@@ -62,6 +62,7 @@ struct HopTime {
   std::string pass, mode;
   int hop;
   double compute_us, comm_us, hop_us;
+  double compute_start_us, comm_start_us;  ///< relative to the rank's layer start (comm: -1 when none)
 };
 /// Named phase timings (router, permute, counts exchange, dispatch, ...).
 struct PhaseTime {

@@ -544,7 +544,12 @@ int cmd_run(const Args& a) {
          << "\",\"ts\":" << ts << ",\"dur\":" << dur << "}";
       first = false;
     };
-    for (auto& p : phases) ev(p.rank, p.unit, p.name, p.start_us, p.dur_us);
+    for (auto& p : phases) ev(p.rank, p.unit == "compute" ? "phase" : p.unit, p.name, p.start_us, p.dur_us);
+    for (auto& h : hops) {
+      const std::string tag = h.pass + " hop " + std::to_string(h.hop);
+      ev(h.rank, "compute", tag, h.compute_start_us, h.compute_us);
+      if (h.comm_start_us >= 0) ev(h.rank, "copy", tag + " transfer", h.comm_start_us, h.comm_us);
+    }
     tl << "]}";
     for (auto& rp : layer.ranks()) {
       Rank& r = *rp;
