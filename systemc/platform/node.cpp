@@ -9,13 +9,13 @@ namespace moehub {
 
 
 Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const ModelConfig& model,
-           const Schedule& schedule)
-    : sc_core::sc_module(name), sys_(sys), model_(model), schedule_(schedule) {
+           Schedule schedule)
+    : sc_core::sc_module(name), sys_(sys), model_(model), schedule_(std::move(schedule)) {
   const int G = sys.num_gpus;
   const int P = sys.nvswitch.num_switches;
   const double port_bw = sys.nvlink.bw_gbps_per_direction_per_gpu / P;
   const Tick bin = us_to_ticks(sys.sim.timeline_bin_us);
-  collectives_ = std::make_unique<Collectives>(schedule, G, PacketFormat::from(sys.nvlink),
+  collectives_ = std::make_unique<Collectives>(schedule_, G, PacketFormat::from(sys.nvlink),
                                                sys.sim.granularity == "row" ? 0u : 1u);
 
   for (int p = 0; p < P; ++p) {

@@ -51,8 +51,9 @@ struct GpuRecord {
 
 class Node : public sc_core::sc_module {
  public:
+  /// The node keeps its own copy of the schedule (the collectives refer to it).
   Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const ModelConfig& model,
-       const Schedule& schedule);
+       Schedule schedule);
   ~Node() override;
 
   const std::vector<GpuRecord>& records() const { return records_; }
@@ -71,7 +72,7 @@ class Node : public sc_core::sc_module {
 
   SystemConfig sys_;
   ModelConfig model_;
-  const Schedule& schedule_;
+  const Schedule schedule_;
   std::vector<std::unique_ptr<Hub>> hubs_;
   std::vector<std::unique_ptr<SmArray>> sms_;
   std::vector<std::unique_ptr<ServerTarget>> xbar_;

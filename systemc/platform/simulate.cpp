@@ -210,9 +210,8 @@ RunOutput simulate(const RunRequest& req) {
   const Routing routing =
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
-  const Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
-
-  auto node = std::make_unique<Node>("node", req.system, req.model, schedule);
+  Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
+  auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
   const auto t1 = std::chrono::steady_clock::now();
