@@ -146,8 +146,8 @@ int cmd_check(const Args& a) {
           auto app = [](std::vector<double>& dst, const std::vector<float>& src) { dst.insert(dst.end(), src.begin(), src.end()); };
           app(probs, download(r.out.probs, T * E, r.comp));
           app(tw, download(r.out.topk_weights, T * K, r.comp));
-          app(out, download(r.out.out, T * H, r.comp));
-          app(dx, download(r.out.d_x, T * H, r.comp));
+          for (std::uint16_t v : download(r.out.out, T * H, r.comp)) out.push_back(from_bf16(v));
+          for (std::uint16_t v : download(r.out.d_x, T * H, r.comp)) dx.push_back(from_bf16(v));
           app(dtw, download(r.out.d_topk_weights, T * K, r.comp));
           app(dlog, download(r.out.d_logits, T * E, r.comp));
           auto id = download(r.out.topk_ids, T * K, r.comp);

@@ -94,6 +94,7 @@ void MoeLayer::allocate_inputs() {
     r->in.w_router = r->mem->alloc_n<bf16_t>(H * E, "w_router");
     r->in.w_part = r->mem->alloc_n<bf16_t>(3 * El * H * F, "expert_weights");
     r->in.d_out = r->mem->alloc_n<bf16_t>(T * H, "d_out");
+    r->out.d_w_part = r->mem->alloc_n<float>(3 * El * H * F, "param_grad_experts");
   }
 }
 
@@ -107,14 +108,13 @@ void MoeLayer::allocate_outputs() {
     o.probs = m.alloc_n<float>(T * E, "probs");
     o.topk_ids = m.alloc_n<std::int32_t>(T * K, "topk_ids");
     o.topk_weights = m.alloc_n<float>(T * K, "topk_weights");
-    o.out = m.alloc_n<float>(T * H, "out");
-    o.d_x = m.alloc_n<float>(T * H, "d_x");
+    o.out = m.alloc_n<bf16_t>(T * H, "out");
+    o.d_x = m.alloc_n<bf16_t>(T * H, "d_x");
     o.d_topk_weights = m.alloc_n<float>(T * K, "d_topk_weights");
     o.d_logits = m.alloc_n<float>(T * E, "d_logits");
-    o.d_w_part = m.alloc_n<float>(3 * El * H * F, "d_expert_weights");
     const std::pair<void*, std::size_t> all[] = {
-        {o.probs, T * E * 4}, {o.topk_ids, T * K * 4}, {o.topk_weights, T * K * 4}, {o.out, T * H * 4},
-        {o.d_x, T * H * 4},   {o.d_topk_weights, T * K * 4}, {o.d_logits, T * E * 4}, {o.d_w_part, 3 * El * H * F * 4}};
+        {o.probs, T * E * 4}, {o.topk_ids, T * K * 4}, {o.topk_weights, T * K * 4}, {o.out, T * H * 2},
+        {o.d_x, T * H * 2},   {o.d_topk_weights, T * K * 4}, {o.d_logits, T * E * 4}, {o.d_w_part, 3 * El * H * F * 4}};
     for (auto& p : all) MOEHUB_CUDA_CHECK(cudaMemsetAsync(p.first, 0xFF, p.second, r->comp));
     r->counts = m.alloc_n<std::int32_t>(E, "counts");
     r->offsets = m.alloc_n<std::int32_t>(E + 1, "offsets");
@@ -128,10 +128,12 @@ void MoeLayer::free_outputs() {
     auto& o = r->out;
     for (void* p : {static_cast<void*>(o.probs), static_cast<void*>(o.topk_ids), static_cast<void*>(o.topk_weights),
                     static_cast<void*>(o.out), static_cast<void*>(o.d_x), static_cast<void*>(o.d_topk_weights),
-                    static_cast<void*>(o.d_logits), static_cast<void*>(o.d_w_part), static_cast<void*>(r->counts),
+                    static_cast<void*>(o.d_logits), static_cast<void*>(r->counts),
                     static_cast<void*>(r->offsets), static_cast<void*>(r->pair_src), static_cast<void*>(r->pair_pos)})
       r->mem->free(p);
+    float* keep = o.d_w_part;  // model state: stays with the inputs
     o = RankOutputs{};
+    o.d_w_part = keep;
   }
 }
 
@@ -328,7 +330,7 @@ void MoeLayer::a2a_forward_backward() {
     r.mem->free(s.y);
     s.y = nullptr;
     ck(k::unpermute_sum(s.yback, r.pair_pos, r.out.topk_weights, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
-                        nullptr, r.out.out, r.comp),
+                        r.out.out, nullptr, r.comp),
        "unpermute");
     phase(r, "a2a_fwd", "compute", r.comp, false);
   }
@@ -377,8 +379,8 @@ void MoeLayer::a2a_forward_backward() {
   for (std::size_t li = 0; li < ranks_.size(); ++li) {
     Rank& r = *ranks_[li];
     r.mem->free(dxrecv[li]);
-    ck(k::unpermute_sum(dxperm[li], r.pair_pos, nullptr, d.T, static_cast<int>(d.K), static_cast<int>(d.H), nullptr,
-                        r.out.d_x, r.comp),
+    ck(k::unpermute_sum(dxperm[li], r.pair_pos, nullptr, d.T, static_cast<int>(d.K), static_cast<int>(d.H), r.out.d_x,
+                        nullptr, r.comp),
        "unpermute dx");
     r.mem->free(dxperm[li]);
     phase(r, "a2a_bwd", "compute", r.comp, false);
@@ -559,6 +561,7 @@ void MoeLayer::ring_expert() {
     p.mode = "ring-expert";
     std::vector<HopBufs> hb(L);
     std::vector<std::array<void*, 2>> wbuf(L), gbuf(L);
+    std::vector<float*> local_acc(L);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, true);
@@ -576,8 +579,9 @@ void MoeLayer::ring_expert() {
       p.pay.push_back(pay);
       p.acc.push_back(acc);
       p.acc_final.push_back({{r.out.d_w_part, gbytes}});
-      if (!bwd) MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.out, 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
-      else MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_x, 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+      // the output (forward) or d_x (backward) accumulates in fp32 within the pass
+      local_acc[li] = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.H), bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
+      MOEHUB_CUDA_CHECK(cudaMemsetAsync(local_acc[li], 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
     }
     p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
                          const std::function<void()>& wait_acc) {
@@ -593,7 +597,7 @@ void MoeLayer::ring_expert() {
       ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
       if (!bwd) {
         expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.gu, b.a, b.y, r.comp);
-        ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, r.out.out, r.comp), "combine");
+        ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, local_acc[li], r.comp), "combine");
         return;
       }
       // backward with in-hop recomputation of the expert intermediates
@@ -604,13 +608,15 @@ void MoeLayer::ring_expert() {
                             r.out.d_topk_weights, false, r.comp),
          "swiglu_backward");
       expert_dx(*r.gemm, impl_, d, rows, b.gu, W, b.y);
-      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, r.out.d_x, r.comp), "scatter dx");
+      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp), "scatter dx");
       wait_acc();
       expert_dw(*r.gemm, impl_, d, rows, b.x, b.gu, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f);
     };
     ring_pass(p);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
+      ck(k::f32_to_bf16(local_acc[li], d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp), "accumulator to bf16");
+      r.mem->free(local_acc[li]);
       free_hop(*r.mem, hb[li]);
       for (int s = 0; s < 2; ++s) {
         r.mem->free(wbuf[li][static_cast<std::size_t>(s)]);
@@ -672,12 +678,9 @@ void MoeLayer::ring_token() {
       p.own.push_back(own);
       p.pay.push_back(pay);
       p.acc.push_back(acc);
-      if (bwd) {
-        p.acc_final.push_back({{r.out.d_x, TH * 4}, {r.out.d_topk_weights, TK * 4}});
-        MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_w_part, 0, static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4, r.comp));
-      } else {
-        p.acc_final.push_back({{r.out.out, TH * 4}});
-      }
+      // the accumulators come home into the slot the last hop did not use (free by then)
+      p.acc_final.push_back(acc[static_cast<std::size_t>(d.N % 2)]);
+      if (bwd) MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_w_part, 0, static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4, r.comp));
     }
     p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
                          const std::function<void()>& wait_acc) {
@@ -714,6 +717,11 @@ void MoeLayer::ring_token() {
     ring_pass(p);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
+      const auto& home = p.acc_final[li];
+      ck(k::f32_to_bf16(static_cast<const float*>(home[0].ptr), d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp),
+         "accumulator to bf16");
+      if (bwd)
+        MOEHUB_CUDA_CHECK(cudaMemcpyAsync(r.out.d_topk_weights, home[1].ptr, TK * 4, cudaMemcpyDeviceToDevice, r.comp));
       free_hop(*r.mem, hb[li]);
       for (void* b : owned[li]) r.mem->free(b);
       phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, false);

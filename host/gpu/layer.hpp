@@ -49,11 +49,13 @@ struct RankOutputs {
   float* probs = nullptr;          ///< [T][E]
   std::int32_t* topk_ids = nullptr;///< [T][k]
   float* topk_weights = nullptr;   ///< [T][k]
-  float* out = nullptr;            ///< [T][H]
-  float* d_x = nullptr;            ///< [T][H]
+  bf16_t* out = nullptr;           ///< [T][H] (the ring accumulates in fp32 within its pass)
+  bf16_t* d_x = nullptr;           ///< [T][H] (likewise)
   float* d_topk_weights = nullptr; ///< [T][k]
   float* d_logits = nullptr;       ///< [T][E]
-  float* d_w_part = nullptr;       ///< as w_part, fp32
+  /// As w_part, fp32: the parameter gradient of the rank's experts. Model state, like the
+  /// weights: allocated with the inputs (outside the measured layer), poisoned per run.
+  float* d_w_part = nullptr;
 };
 
 /// CUDA-event timings of one hop (or, for a2a, of one phase), read after the layer.
@@ -107,7 +109,8 @@ class MoeLayer {
   ~MoeLayer();
   const LayerConfig& config() const { return cfg_; }
   std::vector<std::unique_ptr<Rank>>& ranks() { return ranks_; }
-  /// Allocates the inputs of every local rank (outside the measured region).
+  /// Allocates the inputs and the parameter gradient of every local rank (outside the
+  /// measured region).
   void allocate_inputs();
   /// Allocates the outputs and poisons them (all bits set: NaN in bf16 and fp32).
   void allocate_outputs();

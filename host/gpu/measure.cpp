@@ -317,8 +317,9 @@ int cmd_memory(const Args& a) {
       std::printf("%-4lld inputs do not fit on this GPU folded: %s\n", static_cast<long long>(ep), e.what());
     }
   }
-  std::printf("peak = tracked high-water mark of the layer's own allocations per rank (inputs x, d_out, router and "
-              "expert weights included); pool_high = the rank pool's cudaMemPoolAttrUsedMemHigh\n");
+  std::printf("peak = tracked high-water mark per rank, inputs included (x, d_out, router and expert weights, and the "
+              "experts' fp32 parameter gradient); above_inputs = peak less those; pool_high = the rank pool's "
+              "cudaMemPoolAttrUsedMemHigh\n");
   return 0;
 }
 
