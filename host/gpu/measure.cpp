@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -401,6 +402,37 @@ int cmd_bench_hop(const Args& a) {
     ck(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp), "scatter");
     expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f);
   };
+  // per-kernel times of one hop, each step timed alone (CUDA events, median of 10)
+  {
+    struct Step { const char* pass; const char* name; std::function<void()> fn; };
+    const std::vector<Step> steps = {
+        {"fwd", "gather x rows", [&] { ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather"); }},
+        {"fwd", "gate+up GEMMs", [&] { expert_gate_up(g, impl, d, rows, hx, w0, hgu); }},
+        {"fwd", "swiglu", [&] { ck(kernels::swiglu_forward(hgu, M, static_cast<int>(d.F), ha, comp), "swiglu"); }},
+        {"fwd", "down GEMMs", [&] {
+           GemmCall dn;
+           std::int64_t off = 0;
+           for (std::size_t i = 0; i < rows.size(); ++i) {
+             dn.groups.push_back({ha + off * d.F, wd(w0, d, static_cast<std::int64_t>(i)), hy + off * d.H, rows[i], d.H, d.F});
+             off += rows[i];
+           }
+           g.run(dn, impl);
+         }},
+        {"fwd", "weighted scatter-add", [&] { ck(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp), "scatter"); }},
+        {"bwd", "gather d_out rows", [&] { ck(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp), "gather"); }},
+        {"bwd", "dA GEMMs", [&] { expert_da(g, impl, d, rows, hd, w0, ha); }},
+        {"bwd", "swiglu backward", [&] {
+           ck(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp), "swiglu_bwd");
+         }},
+        {"bwd", "dX GEMMs", [&] { expert_dx(g, impl, d, rows, hgu, w0, hy); }},
+        {"bwd", "dW GEMMs", [&] { expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f); }},
+    };
+    for (const Step& st : steps) {
+      const double t = time_us(comp, 3, 10, st.fn);
+      std::printf("  %s step %-22s %9.1f us\n", st.pass, st.name, t);
+    }
+    std::fflush(stdout);
+  }
   cudaEvent_t e0, e1, e2, e3;
   for (cudaEvent_t* e : {&e0, &e1, &e2, &e3}) MOEHUB_CUDA_CHECK(cudaEventCreate(e));
   std::printf("bench-hop: ring-expert hop of one rank, T=%lld H=%lld F=%lld E=%lld k=%lld EP=%lld: %lld matched rows over %lld "
