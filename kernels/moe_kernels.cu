@@ -18,6 +18,24 @@ __device__ __forceinline__ void st(bf16_t* p, std::int64_t i, float v) {
 }
 __device__ __forceinline__ float sigmoidf(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
+// 8 bf16 values <-> one 16-byte vector
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 p = __bfloat1622float2(h[i]);
+    f[2 * i] = p.x;
+    f[2 * i + 1] = p.y;
+  }
+}
+__device__ __forceinline__ uint4 pack8(const float* f) {
+  uint4 v;
+  auto* h = reinterpret_cast<__nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  return v;
+}
+
 unsigned grid_for(std::int64_t n, int block, std::int64_t cap = 65535LL * 16) {
   std::int64_t g = (n + block - 1) / block;
   if (g < 1) g = 1;
@@ -141,45 +159,59 @@ __global__ void gather_rows_kernel(const bf16_t* src, const std::int32_t* index,
   }
 }
 
-__global__ void swiglu_fwd_kernel(const bf16_t* gu, std::int64_t n, int ffn, bf16_t* a) {
+// One thread per 8 consecutive values of a row (ffn % 8 == 0), 16-byte accesses.
+__global__ void swiglu_fwd_kernel(const bf16_t* gu, std::int64_t rows, int ffn, bf16_t* a) {
+  const int per_row = ffn / 8;
+  const std::int64_t n = rows * per_row;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t r = i / ffn, f = i - r * ffn;
-    const float gv = ld(gu, r * 2 * ffn + f);
-    st(a, i, gv * sigmoidf(gv) * ld(gu, r * 2 * ffn + ffn + f));
+    const std::int64_t r = i / per_row;
+    const int c = static_cast<int>(i - r * per_row) * 8;
+    const uint4 gv = *reinterpret_cast<const uint4*>(gu + r * 2 * ffn + c);
+    const uint4 uv = *reinterpret_cast<const uint4*>(gu + r * 2 * ffn + ffn + c);
+    float g8[8], u8[8], a8[8];
+    unpack8(gv, g8);
+    unpack8(uv, u8);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a8[j] = g8[j] * sigmoidf(g8[j]) * u8[j];
+    *reinterpret_cast<uint4*>(a + r * ffn + c) = pack8(a8);
   }
 }
 
+// One warp per row, 16-byte accesses (ffn % 8 == 0); the row dot product is a warp sum.
 __global__ void swiglu_bwd_kernel(const bf16_t* gu, const bf16_t* da_in, std::int64_t rows, int ffn,
                                   const std::int32_t* pair_src, const float* w_by_src, bf16_t* dgu,
                                   bf16_t* a_out, float* dw_out, bool dw_by_row) {
-  __shared__ float red[32];
-  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+       r += warps) {
     const float s = w_by_src ? w_by_src[pair_src[r]] : 1.0f;
     float dot = 0.f;
-    for (int f = threadIdx.x; f < ffn; f += blockDim.x) {
-      const std::int64_t i = r * ffn + f;
-      const std::int64_t ig = r * 2 * ffn + f, iu = ig + ffn;
-      const float gv = ld(gu, ig), uv = ld(gu, iu), d = ld(da_in, i);
-      const float sg = sigmoidf(gv);
-      const float silu = gv * sg;
-      const float a = silu * uv;
-      dot += a * d;
-      const float da = s * d;
-      st(dgu, ig, da * uv * (sg * (1.0f + gv * (1.0f - sg))));
-      st(dgu, iu, da * silu);
-      st(a_out, i, s * a);
+    for (int c = lane * 8; c < ffn; c += 32 * 8) {
+      const std::int64_t ig = r * 2 * ffn + c, iu = ig + ffn, i = r * ffn + c;
+      float g8[8], u8[8], d8[8], dg8[8], du8[8], a8[8];
+      unpack8(*reinterpret_cast<const uint4*>(gu + ig), g8);
+      unpack8(*reinterpret_cast<const uint4*>(gu + iu), u8);
+      unpack8(*reinterpret_cast<const uint4*>(da_in + i), d8);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float sg = sigmoidf(g8[j]);
+        const float silu = g8[j] * sg;
+        const float av = silu * u8[j];
+        dot += av * d8[j];
+        const float da = s * d8[j];
+        dg8[j] = da * u8[j] * (sg * (1.0f + g8[j] * (1.0f - sg)));
+        du8[j] = da * silu;
+        a8[j] = s * av;
+      }
+      *reinterpret_cast<uint4*>(dgu + ig) = pack8(dg8);
+      *reinterpret_cast<uint4*>(dgu + iu) = pack8(du8);
+      *reinterpret_cast<uint4*>(a_out + i) = pack8(a8);
     }
     if (dw_out) {
       for (int o = 16; o; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = dot;
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        float tot = 0.f;
-        for (unsigned w = 0; w < blockDim.x / 32; ++w) tot += red[w];
-        dw_out[dw_by_row ? r : pair_src[r]] = tot;
-      }
-      __syncthreads();
+      if (lane == 0) dw_out[dw_by_row ? r : pair_src[r]] = dot;
     }
   }
 }
@@ -190,7 +222,17 @@ __global__ void scatter_add_kernel(const bf16_t* y, const std::int32_t* pair_src
     const std::int32_t src = pair_src[r];
     const float w = w_by_src ? w_by_src[src] : 1.0f;
     float* o = out + static_cast<std::int64_t>(src / top_k) * hidden;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // 4 values per atomic (sm_90 vector atomics); hidden % 8 == 0 keeps 16-byte alignment
+    for (int i = threadIdx.x * 4; i < hidden; i += blockDim.x * 4) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(y + r * hidden + i);
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      const float2 p0 = __bfloat1622float2(h[0]), p1 = __bfloat1622float2(h[1]);
+      atomicAdd(reinterpret_cast<float4*>(o + i), make_float4(w * p0.x, w * p0.y, w * p1.x, w * p1.y));
+    }
+#else
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) atomicAdd(o + i, w * ld(y, r * hidden + i));
+#endif
   }
 }
 
@@ -321,17 +363,19 @@ cudaError_t gather_rows(const bf16_t* src, const std::int32_t* index, int index_
 
 cudaError_t swiglu_forward(const bf16_t* gu, std::int64_t rows, int ffn, bf16_t* a,
                            cudaStream_t stream) {
-  const std::int64_t n = rows * ffn;
+  if (ffn % 8) return cudaErrorInvalidValue;
+  const std::int64_t n = rows * (ffn / 8);
   if (n == 0) return cudaSuccess;
-  swiglu_fwd_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(gu, n, ffn, a);
+  swiglu_fwd_kernel<<<grid_for(n, 256, 1 << 16), 256, 0, stream>>>(gu, rows, ffn, a);
   return cudaGetLastError();
 }
 
 cudaError_t swiglu_backward(const bf16_t* gu, const bf16_t* da_in, std::int64_t rows, int ffn,
                             const std::int32_t* pair_src, const float* weight_by_src, bf16_t* dgu,
                             bf16_t* a_out, float* d_weight, bool d_weight_by_row, cudaStream_t stream) {
+  if (ffn % 8) return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
-  swiglu_bwd_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(
+  swiglu_bwd_kernel<<<grid_for(rows, 8, 1 << 20), 256, 0, stream>>>(
       gu, da_in, rows, ffn, pair_src, weight_by_src, dgu, a_out, d_weight, d_weight_by_row);
   return cudaGetLastError();
 }
@@ -339,6 +383,7 @@ cudaError_t swiglu_backward(const bf16_t* gu, const bf16_t* da_in, std::int64_t 
 cudaError_t scatter_add_rows(const bf16_t* y, const std::int32_t* pair_src, int top_k,
                              const float* weight_by_src, std::int64_t rows, int hidden,
                              float* out, cudaStream_t stream) {
+  if (hidden % 8) return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
   scatter_add_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(y, pair_src, top_k, weight_by_src,
                                                                      rows, hidden, out);

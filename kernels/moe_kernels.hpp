@@ -45,6 +45,7 @@ cudaError_t gather_rows(const bf16_t* src, const std::int32_t* index, int index_
                         const float* scale_by_index, std::int64_t rows, int hidden,
                         bf16_t* dst, cudaStream_t stream);
 
+/// (SwiGLU and scatter-add need ffn and hidden to be multiples of 8: 16-byte rows.)
 /// SwiGLU over rows whose gate and up halves sit side by side: gu is [rows][2*ffn]
 /// with g = gu[r][0..ffn) and u = gu[r][ffn..2ffn); a[r][f] = silu(g) * u ([rows][ffn]).
 cudaError_t swiglu_forward(const bf16_t* gu, std::int64_t rows, int ffn, bf16_t* a,
