@@ -4,7 +4,9 @@
 // tokens, megatron schedule) at packet granularity, and the same job at row
 // granularity, each several times in a fresh process (SystemC elaborates once
 // per process), and prints the wall time of the simulation and the simulated
-// NVLink data packets per wall-clock second (median of the repetitions).
+// NVLink packets per wall-clock second (median of the repetitions): data
+// packets, and all packets (every data packet is answered by a one-flit
+// write-response packet that crosses the fabric the other way).
 //
 //   moehub-bench-sim [repetitions] [tokens]
 #include <sys/wait.h>
@@ -24,7 +26,6 @@ namespace {
 struct Sample {
   double wall_s = 0;
   double packets = 0;
-  double transactions = 0;
   double layer_us = 0;
 };
 
@@ -37,8 +38,7 @@ bool run_child(const moehub::RunRequest& req, Sample& out) {
   if (pid == 0) {
     close(fd[0]);
     const auto r = moehub::simulate(req);
-    Sample s{r.wall_seconds, static_cast<double>(r.fabric_packets), static_cast<double>(r.fabric_transactions),
-             r.results["layer_time_us"].get<double>()};
+    Sample s{r.wall_seconds, static_cast<double>(r.fabric_packets), r.results["layer_time_us"].get<double>()};
     const bool ok = r.check_errors.empty() && write(fd[1], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
     _exit(ok ? 0 : 1);
   }
@@ -69,12 +69,12 @@ int main(int argc, char** argv) {
 
   std::printf("moehub-bench-sim: %s, %s, %ld tokens, megatron, %d repetitions each (median)\n",
               base.system.name.c_str(), base.model.name.c_str(), tokens, reps);
-  std::printf("%-12s %12s %14s %16s %18s %14s\n", "granularity", "wall_s", "layer_us", "nvlink_packets",
-              "transactions", "packets_per_s");
+  std::printf("%-12s %9s %11s %14s %14s %14s %18s\n", "granularity", "wall_s", "layer_us", "data_packets",
+              "all_packets", "data_pkts_per_s", "all_pkts_per_s");
   for (const char* g : {"packet", "row"}) {
     moehub::RunRequest req = base;
     req.system.sim.granularity = g;
-    std::vector<double> wall, rate;
+    std::vector<double> wall, rate, all_rate;
     Sample s;
     for (int i = 0; i < reps; ++i) {
       if (!run_child(req, s)) {
@@ -83,9 +83,10 @@ int main(int argc, char** argv) {
       }
       wall.push_back(s.wall_s);
       rate.push_back(s.packets / s.wall_s);
+      all_rate.push_back(2 * s.packets / s.wall_s);
     }
-    std::printf("%-12s %12.3f %14.2f %16.0f %18.0f %14.3g\n", g, median(wall), s.layer_us, s.packets,
-                s.transactions, median(rate));
+    std::printf("%-12s %9.3f %11.2f %14.0f %14.0f %14.3g %18.3g\n", g, median(wall), s.layer_us, s.packets,
+                2 * s.packets, median(rate), median(all_rate));
   }
   return 0;
 }
