@@ -2,6 +2,8 @@
 // compare every output and gradient with the float64 reference (moehub::ref).
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -70,11 +72,18 @@ int cmd_check(const Args& a) {
   base.ffn = static_cast<int>(a.integer("ffn", 128, 8, 8192));
   base.experts = static_cast<int>(a.integer("experts", 32, 1, 1024));
   base.top_k = static_cast<int>(a.integer("top-k", 4, 1, 32));
-  const auto eps = a.int_list("ep", "1,2,8,16", 1, 256);
+  const std::string tname = a.str("transport", "folded");
+  if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
+  auto eps = a.int_list("ep", "1,2,8,16", 1, 256);
   const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
   const auto routings = a.str_list("routing", "uniform,skewed", {"uniform", "skewed"});
   const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
   const double tol = 1e-2;
+  std::unique_ptr<Transport> nccl;
+  if (tname == "nccl") {  // one EP: the number of processes
+    nccl = make_nccl_transport(a.str("rendezvous", ""));
+    eps = {nccl->size()};
+  }
   for (std::int64_t ep : eps) {  // reject bad arguments before any output
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -86,26 +95,37 @@ int cmd_check(const Args& a) {
   }
   std::uint64_t seed = static_cast<std::uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
   if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  std::printf("check: seed %llu (rerun with --seed %llu), tolerance %.0e, gemm %s\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), tol, to_string(impl));
+  int me = 0;
+  if (nccl) {  // every rank draws the same data: take rank 0's seed
+    cudaStream_t s;
+    MOEHUB_CUDA_CHECK(cudaStreamCreate(&s));
+    std::uint64_t* d = nullptr;
+    MOEHUB_CUDA_CHECK(cudaMalloc(&d, sizeof seed));
+    MOEHUB_CUDA_CHECK(cudaMemcpy(d, &seed, sizeof seed, cudaMemcpyHostToDevice));
+    const std::vector<char> all = nccl->all_gather_host({d}, sizeof seed, {s});
+    std::memcpy(&seed, all.data(), sizeof seed);
+    MOEHUB_CUDA_CHECK(cudaFree(d));
+    MOEHUB_CUDA_CHECK(cudaStreamDestroy(s));
+    me = nccl->local_ranks()[0];
+  }
+  std::printf("check: seed %llu (rerun with --seed %llu), tolerance %.0e, gemm %s, transport %s%s\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), tol, to_string(impl),
+              tname.c_str(), nccl ? (", rank " + std::to_string(me)).c_str() : "");
   int failures = 0, cases = 0;
   for (std::int64_t ep : eps) {
     for (const std::string& routing : routings) {
       LayerConfig c = base;
       c.ep = static_cast<int>(ep);
-      try {
-        validate(c);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("check: ") + e.what());
-      }
       const std::uint64_t case_seed = seed + static_cast<std::uint64_t>(ep) * 1000003ull + (routing == "skewed" ? 7 : 0);
       const GlobalData g = make_data(c, case_seed, routing == "skewed");
       const auto N = static_cast<std::size_t>(c.ep), T = static_cast<std::size_t>(c.tokens),
                  H = static_cast<std::size_t>(c.hidden), F = static_cast<std::size_t>(c.ffn),
                  E = static_cast<std::size_t>(c.experts), K = static_cast<std::size_t>(c.top_k),
                  El = static_cast<std::size_t>(c.local_experts());
-      auto transport = make_folded_transport(c.ep, 0);
-      MoeLayer layer(c, *transport, impl);
+      std::unique_ptr<Transport> folded;
+      if (!nccl) folded = make_folded_transport(c.ep, 0);
+      Transport& transport = nccl ? *nccl : *folded;
+      MoeLayer layer(c, transport, impl);
       layer.allocate_inputs();
       for (auto& rp : layer.ranks()) {
         Rank& r = *rp;
@@ -137,69 +157,102 @@ int cmd_check(const Args& a) {
         layer.allocate_outputs();
         layer.run(s);
         layer.synchronize();
-        // gather the GPU results of all ranks
-        std::vector<double> probs, tw, out, dx, dtw, dlog, dwg(E * H * F), dwu(E * H * F), dwd(E * F * H);
-        std::vector<std::int32_t> ids;
-        std::int64_t zero_experts = 0;
+        // the GPU routing of every rank (the reference experts run on it)
+        std::vector<const void*> ids_dev, tw_dev;
+        std::vector<cudaStream_t> streams;
         for (auto& rp : layer.ranks()) {
-          Rank& r = *rp;
-          auto app = [](std::vector<double>& dst, const std::vector<float>& src) { dst.insert(dst.end(), src.begin(), src.end()); };
-          app(probs, download(r.out.probs, T * E, r.comp));
-          app(tw, download(r.out.topk_weights, T * K, r.comp));
-          for (std::uint16_t v : download(r.out.out, T * H, r.comp)) out.push_back(from_bf16(v));
-          for (std::uint16_t v : download(r.out.d_x, T * H, r.comp)) dx.push_back(from_bf16(v));
-          app(dtw, download(r.out.d_topk_weights, T * K, r.comp));
-          app(dlog, download(r.out.d_logits, T * E, r.comp));
-          auto id = download(r.out.topk_ids, T * K, r.comp);
-          ids.insert(ids.end(), id.begin(), id.end());
-          auto dw = download(r.out.d_w_part, 3 * El * H * F, r.comp);
-          const std::size_t e0 = static_cast<std::size_t>(r.rank) * El;
-          for (std::size_t e = 0; e < El; ++e) {
-            for (std::size_t h = 0; h < H; ++h) {
-              for (std::size_t f = 0; f < F; ++f) {
-                dwg[((e0 + e) * H + h) * F + f] = dw[(e * H + h) * 2 * F + f];
-                dwu[((e0 + e) * H + h) * F + f] = dw[(e * H + h) * 2 * F + F + f];
-              }
-            }
-          }
-          std::copy(dw.begin() + static_cast<std::ptrdiff_t>(2 * El * H * F), dw.end(), dwd.begin() + static_cast<std::ptrdiff_t>(e0 * F * H));
-          if (r.rank == 0) {
-            for (std::size_t e = 0; e < E; ++e) {
-              std::int64_t tot = 0;
-              for (std::size_t q = 0; q < N; ++q) tot += r.count_matrix[q * E + e];
-              zero_experts += tot == 0;
-            }
+          ids_dev.push_back(rp->out.topk_ids);
+          tw_dev.push_back(rp->out.topk_weights);
+          streams.push_back(rp->comp);
+        }
+        const std::vector<char> ids_raw = transport.all_gather_host(ids_dev, T * K * 4, streams);
+        const std::vector<char> tw_raw = transport.all_gather_host(tw_dev, T * K * 4, streams);
+        std::vector<std::int32_t> ids(N * T * K);
+        std::vector<float> twf(N * T * K);
+        std::memcpy(ids.data(), ids_raw.data(), ids_raw.size());
+        std::memcpy(twf.data(), tw_raw.data(), tw_raw.size());
+        const std::vector<double> tw_all = to_double(twf);
+        std::int64_t zero_experts = 0;
+        {
+          const auto& cm = layer.ranks()[0]->count_matrix;
+          for (std::size_t e = 0; e < E; ++e) {
+            std::int64_t tot = 0;
+            for (std::size_t q = 0; q < N; ++q) tot += cm[q * E + e];
+            zero_experts += tot == 0;
           }
         }
         // routing: ids must equal the reference except at near-ties
         std::int64_t id_mismatch = 0, near_ties = 0;
+        bool ids_ok = true;
         for (std::size_t t = 0; t < N * T; ++t) {
           for (std::size_t j = 0; j < K; ++j) {
             const std::int32_t gi = ids[t * K + j], ri = rr.topk_ids[t * K + j];
-            if (gi == ri) continue;
             const bool valid = gi >= 0 && gi < c.experts;
+            ids_ok = ids_ok && valid;
+            if (gi == ri) continue;
             const double gap = valid ? std::abs(rr.probs[t * E + static_cast<std::size_t>(gi)] - rr.probs[t * E + static_cast<std::size_t>(ri)]) : 1.0;
             if (gap <= 1e-5) ++near_ties; else ++id_mismatch;
           }
         }
-        // reference experts on the GPU's routing (so that near-ties cannot mislead)
-        bool ids_ok = id_mismatch == 0;
-        for (std::int32_t v : ids) ids_ok = ids_ok && v >= 0 && v < c.experts;
+        ids_ok = ids_ok && id_mismatch == 0;
         std::vector<Metric> m;
-        m.push_back({"probs", ref::relative_error(probs, rr.probs)});
+        // this process's ranks: GPU results and the matching slices of the reference
+        std::vector<double> probs, probs_ref, tw, tw_ref, out, dx, dtw, dlog, dwg, dwu, dwd;
+        std::vector<double> out_ref, dx_ref, dtw_ref, dlog_ref, dwg_ref, dwu_ref, dwd_ref;
+        ref::ExpertGrads rg;
+        std::vector<double> ref_out, ref_dlog;
         if (ids_ok) {
-          m.push_back({"topk_weights", near_ties ? 0.0 : ref::relative_error(tw, rr.topk_weights)});
-          const std::vector<double> ref_out = ref::experts_forward(all, g.x, ids, tw, g.w);
-          const ref::ExpertGrads rg = ref::experts_backward(all, g.x, ids, tw, g.w, g.d_out);
-          ref::RouterOutput gr{probs, ids, tw};
-          const std::vector<double> ref_dlog = ref::router_backward(all, gr, rg.d_topk_weights);
-          m.push_back({"out", ref::relative_error(out, ref_out)});
-          m.push_back({"d_x", ref::relative_error(dx, rg.d_x)});
-          m.push_back({"d_topk_weights", ref::relative_error(dtw, rg.d_topk_weights)});
-          m.push_back({"d_logits", ref::relative_error(dlog, ref_dlog)});
-          m.push_back({"d_w_gate", ref::relative_error(dwg, rg.d_w_gate)});
-          m.push_back({"d_w_up", ref::relative_error(dwu, rg.d_w_up)});
-          m.push_back({"d_w_down", ref::relative_error(dwd, rg.d_w_down)});
+          ref_out = ref::experts_forward(all, g.x, ids, tw_all, g.w);
+          rg = ref::experts_backward(all, g.x, ids, tw_all, g.w, g.d_out);
+          // router backward on the GPU's routing; only the probabilities are not needed by it
+          ref::RouterOutput gr{rr.probs, ids, tw_all};
+          ref_dlog = ref::router_backward(all, gr, rg.d_topk_weights);
+        }
+        auto slice = [](std::vector<double>& dst, const std::vector<double>& src, std::size_t from, std::size_t n) {
+          dst.insert(dst.end(), src.begin() + static_cast<std::ptrdiff_t>(from), src.begin() + static_cast<std::ptrdiff_t>(from + n));
+        };
+        for (auto& rp : layer.ranks()) {
+          Rank& r = *rp;
+          const auto R = static_cast<std::size_t>(r.rank);
+          auto app = [](std::vector<double>& dst, const std::vector<float>& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+          app(probs, download(r.out.probs, T * E, r.comp));
+          slice(probs_ref, rr.probs, R * T * E, T * E);
+          app(tw, download(r.out.topk_weights, T * K, r.comp));
+          slice(tw_ref, rr.topk_weights, R * T * K, T * K);
+          if (!ids_ok) continue;
+          for (std::uint16_t v : download(r.out.out, T * H, r.comp)) out.push_back(from_bf16(v));
+          for (std::uint16_t v : download(r.out.d_x, T * H, r.comp)) dx.push_back(from_bf16(v));
+          app(dtw, download(r.out.d_topk_weights, T * K, r.comp));
+          app(dlog, download(r.out.d_logits, T * E, r.comp));
+          slice(out_ref, ref_out, R * T * H, T * H);
+          slice(dx_ref, rg.d_x, R * T * H, T * H);
+          slice(dtw_ref, rg.d_topk_weights, R * T * K, T * K);
+          slice(dlog_ref, ref_dlog, R * T * E, T * E);
+          const auto dw = download(r.out.d_w_part, 3 * El * H * F, r.comp);
+          const std::size_t e0 = R * El;
+          for (std::size_t e = 0; e < El; ++e) {
+            for (std::size_t h = 0; h < H; ++h) {
+              for (std::size_t f = 0; f < F; ++f) {
+                dwg.push_back(dw[(e * H + h) * 2 * F + f]);
+                dwu.push_back(dw[(e * H + h) * 2 * F + F + f]);
+              }
+            }
+          }
+          dwd.insert(dwd.end(), dw.begin() + static_cast<std::ptrdiff_t>(2 * El * H * F), dw.end());
+          slice(dwg_ref, rg.d_w_gate, e0 * H * F, El * H * F);
+          slice(dwu_ref, rg.d_w_up, e0 * H * F, El * H * F);
+          slice(dwd_ref, rg.d_w_down, e0 * F * H, El * F * H);
+        }
+        m.push_back({"probs", ref::relative_error(probs, probs_ref)});
+        if (ids_ok) {
+          m.push_back({"topk_weights", near_ties ? 0.0 : ref::relative_error(tw, tw_ref)});
+          m.push_back({"out", ref::relative_error(out, out_ref)});
+          m.push_back({"d_x", ref::relative_error(dx, dx_ref)});
+          m.push_back({"d_topk_weights", ref::relative_error(dtw, dtw_ref)});
+          m.push_back({"d_logits", ref::relative_error(dlog, dlog_ref)});
+          m.push_back({"d_w_gate", ref::relative_error(dwg, dwg_ref)});
+          m.push_back({"d_w_up", ref::relative_error(dwu, dwu_ref)});
+          m.push_back({"d_w_down", ref::relative_error(dwd, dwd_ref)});
         }
         bool ok = ids_ok;
         double worst = 0;
@@ -224,7 +277,7 @@ int cmd_check(const Args& a) {
       }
     }
   }
-  std::printf("check: %d of %d cases passed\n", cases - failures, cases);
+  std::printf("check: %d of %d cases passed%s\n", cases - failures, cases, nccl ? (" on rank " + std::to_string(me)).c_str() : "");
   return failures == 0 ? 0 : 1;
 }
 

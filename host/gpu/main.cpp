@@ -18,6 +18,7 @@ const char* kUsage =
     "  check       compare a2a, ring-expert and ring-token with the float64 reference (folded ranks)\n"
     "              --ep 1,2,8,16 --routing uniform,skewed --schedules a2a,ring-expert,ring-token\n"
     "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm auto|loop|streams|grouped\n"
+    "              --transport nccl (one rank per process, EP = the number of processes) --rendezvous DIR\n"
     "  memory      per-rank peak device memory of the layer, folded ranks, vs the planner's prediction\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
     "  bench-gemm  expert GEMM throughput (loop, streams, grouped) vs a dense GEMM of the same FLOPs\n"
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     int rc;
     if (cmd == "check") {
-      rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed"})));
+      rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed", "transport", "rendezvous"})));
     } else if (cmd == "memory") {
       rc = cmd_memory(Args(argc, argv, 2, with({"ep", "schedules"})));
     } else if (cmd == "bench-gemm") {

@@ -53,6 +53,13 @@ for s in "$@"; do
       stage run_pub_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 49152 ;;
     nccl1)
       stage nccl_one_rank 120 mpirun --allow-run-as-root -np 1 "$BIN" run --transport nccl --schedule ring-expert --tokens 2048 --rendezvous /tmp ;;
+    nccl)  # one rank per GPU over NCCL: as many ranks as GPUs
+      n=$(nvidia-smi -L | wc -l)
+      MPI="mpirun --allow-run-as-root -np $n -x NCCL_NVLS_ENABLE=0"
+      stage nccl_check 300 $MPI "$BIN" check --transport nccl --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4
+      for s in ring-expert ring-token a2a; do
+        stage "nccl_run_$s" 120 $MPI "$BIN" run --transport nccl --schedule $s --tokens 16384
+      done ;;
     tests)
       stage ctest 200 ctest --test-dir build/gpu -L gpu --output-on-failure ;;
     *) echo "unknown stage $s" ;;
