@@ -486,6 +486,27 @@ int cmd_run(const Args& a) {
   LayerConfig c = layer_args(a, 4096, 2048, 768, 128, 8);
   const std::string tname = a.str("transport", "folded");
   if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
+  // every argument is checked before the device is touched
+  std::string sname = a.str("schedule", "ring");
+  if (sname != "ring") {
+    try {
+      (void)parse_schedule(sname);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--schedule: ") + e.what() + " or ring (adaptive)");
+    }
+  }
+  const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
+  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  const std::string trace_dir = a.str("trace-dir", "");
+  if (tname == "folded") {
+    LayerConfig probe = c;
+    probe.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
+    try {
+      validate(probe);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("run: ") + e.what());
+    }
+  }
   std::unique_ptr<Transport> tr;
   if (tname == "nccl") {
     tr = make_nccl_transport(a.str("rendezvous", ""));
@@ -500,17 +521,8 @@ int cmd_run(const Args& a) {
     throw UsageError(std::string("run: ") + e.what());
   }
   const plan::ModeChoice choice = plan::choose_ring_mode(problem(c));
-  std::string sname = a.str("schedule", "ring");
   if (sname == "ring") sname = choice.mode == plan::RingMode::kExpert ? "ring-expert" : "ring-token";
-  Schedule s;
-  try {
-    s = parse_schedule(sname);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--schedule: ") + e.what() + " or ring (adaptive)");
-  }
-  const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
-  const std::string trace_dir = a.str("trace-dir", "");
+  const Schedule s = parse_schedule(sname);
   MoeLayer layer(c, *tr, impl);
   const int me = layer.ranks()[0]->rank;
   if (me == 0) {

@@ -39,6 +39,9 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
   EXPECT_EQ(run_bin("check --schedules ring-sideways"), 2);
   EXPECT_EQ(run_bin("run --transport carrier-pigeon"), 2);
   EXPECT_EQ(run_bin("check --gemm fastest"), 2);
+  EXPECT_EQ(run_bin("check --transport carrier-pigeon"), 2);
+  EXPECT_EQ(run_bin("bench-gemm --models gpt-2"), 2);
+  EXPECT_EQ(run_bin("run --schedule ring-sideways"), 2);
 }
 
 TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
