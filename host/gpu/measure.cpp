@@ -302,6 +302,7 @@ int cmd_memory(const Args& a) {
                       gib(*std::max_element(pools.begin(), pools.end())).c_str(),
                       gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), top.c_str(), bp.peak_phase.c_str());
         } catch (const std::runtime_error& e) {
+          if (std::string(e.what()).find("out of memory") == std::string::npos) throw;  // a failure, not a size limit
           std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
           cudaGetLastError();
           break;
@@ -315,6 +316,7 @@ int cmd_memory(const Args& a) {
       }
       std::fflush(stdout);
     } catch (const std::runtime_error& e) {
+      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
       std::printf("%-4lld inputs do not fit on this GPU folded: %s\n", static_cast<long long>(ep), e.what());
     }
   }
