@@ -74,6 +74,14 @@ TEST(GpuHarnessArgs, LayerConfigValidation) {
   EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
 }
 
+TEST(GpuHarnessArgs, WithoutADeviceCommandsFailWithOne) {
+  if (have_device()) GTEST_SKIP() << "a CUDA device is present: this test covers machines without one";
+  // valid arguments, no device: a failure (1), never success (0) or a usage error (2)
+  EXPECT_EQ(run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
+  EXPECT_EQ(run_bin("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
+  EXPECT_EQ(run_bin("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
+}
+
 TEST(GpuLayer, AllSchedulesMatchTheReference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
   // uniform and skewed routing (experts with no tokens), EP 1, 2 and 8, folded ranks
