@@ -545,6 +545,11 @@ int cmd_run(const Args& a) {
     if (it > 0) totals.push_back(us);
     if (it < iters) layer.free_outputs();
   }
+  // per-rank peak of the tracked allocator over the last iteration (inputs included)
+  for (auto& r : layer.ranks()) {
+    std::printf("rank %d: peak device memory of the layer %.3f GiB (tracked, inputs included)\n", r->rank,
+                static_cast<double>(r->mem->peak()) / (1024.0 * 1024.0 * 1024.0));
+  }
   const auto hops = layer.hop_times();
   const auto phases = layer.phase_times();
   if (me == 0) {
