@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", model, "model config: a name under configs/models or a YAML path")
       ->capture_default_str();
-  app.add_option("--schedule", schedule, "dispatch schedule: megatron or ideal")->capture_default_str();
+  app.add_option("--schedule", schedule, "dispatch schedule: megatron, ideal or a2a-uniform")->capture_default_str();
   app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
   app.add_option("--seed", wl.seed, "routing seed")->capture_default_str();
   app.add_option("--distribution", wl.distribution, "expert popularity: normal or zipf")
@@ -106,10 +106,14 @@ int main(int argc, char** argv) {
                                     std::to_string(comm_sms) + ")");
     }
     bool known = false;
-    for (const auto& n : moehub::schedule_names()) known = known || n == schedule;
+    std::string allowed;
+    for (const auto& n : moehub::schedule_names()) {
+      known = known || n == schedule;
+      allowed += (allowed.empty() ? "'" : ", '") + n + "'";
+    }
     if (!known) {
       throw moehub::ConfigError("<command line>", "--schedule",
-                                "must be 'megatron' or 'ideal' (got '" + schedule + "')");
+                                "must be one of " + allowed + " (got '" + schedule + "')");
     }
     if (routing_trace.empty()) {
       moehub::validate_run(req.system, req.model, wl);

@@ -70,6 +70,11 @@ Schedule build_megatron(const ModelConfig& model, const Routing& routing,
 Schedule build_ideal(const ModelConfig& model, const Routing& routing,
                      const ExpertPlacement& placement, const ScheduleOptions& opt);
 
+/// One uniform all-to-all of every GPU's token rows (equal splits), with the
+/// host cost of a collective: the counterpart of a measured all_to_all.
+Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
+                           const ExpertPlacement& placement, const ScheduleOptions& opt);
+
 /// Names accepted by build_schedule.
 std::vector<std::string> schedule_names();
 /// Builds the named schedule; throws std::invalid_argument for an unknown name.

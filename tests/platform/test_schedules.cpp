@@ -128,7 +128,31 @@ TEST(Schedules, IdealHasNoCommunication) {
 TEST(Schedules, UnknownNameIsRejected) {
   const Workload s = make("mixtral-8x7b", 64, 8, 0.0);
   EXPECT_THROW(build_schedule("fastest", s.model, s.routing, s.placement, {}), std::invalid_argument);
-  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"megatron", "ideal"}));
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"megatron", "ideal", "a2a-uniform"}));
+}
+
+TEST(Schedules, UniformAllToAllSplitsEvenly) {
+  const Workload s = make("qwen3-30b-a3b", 1001, 4, 0.0);  // 251, 250, 250, 250 tokens
+  const Schedule u = build_a2a_uniform(s.model, s.routing, s.placement, {});
+  ASSERT_EQ(u.collectives.size(), 1u);
+  const AllToAll& a = u.collectives[0];
+  std::int64_t total = 0;
+  for (std::size_t src = 0; src < 4; ++src) {
+    std::int64_t sent = 0;
+    for (std::size_t dst = 0; dst < 4; ++dst) {
+      const auto n = static_cast<std::int64_t>(a.rows[src][dst].size());
+      EXPECT_GE(n, s.routing.tokens_per_gpu[src] / 4);
+      EXPECT_LE(n, s.routing.tokens_per_gpu[src] / 4 + 1);
+      sent += n;
+    }
+    EXPECT_EQ(sent, s.routing.tokens_per_gpu[src]);
+    total += sent;
+    ASSERT_EQ(u.ops[src].size(), 1u);
+    EXPECT_EQ(u.ops[src][0].kind, OpKind::kAllToAll);
+    EXPECT_TRUE(u.ops[src][0].collective_setup);
+  }
+  EXPECT_EQ(total, 1001);
+  EXPECT_EQ(a.expected_dst.size(), 1001u);
 }
 
 }  // namespace
