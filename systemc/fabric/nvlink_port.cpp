@@ -8,7 +8,7 @@ namespace moehub {
 
 NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg,
                        double bw_gbps)
-    : sc_core::sc_module(name),
+    : TlmBlock(name),
       in("in"),
       out("out"),
       cfg_(cfg),
@@ -79,17 +79,6 @@ void NvlinkPort::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
     pending_.emplace_back(pending_.empty() ? back : std::max(back, pending_.back().first), held);
   }
   delay = down;
-}
-
-tlm::tlm_sync_enum NvlinkPort::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                               sc_core::sc_time& delay) {
-  b_transport(gp, delay);
-  return tlm::TLM_COMPLETED;
-}
-
-tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                               sc_core::sc_time&) {
-  return tlm::TLM_COMPLETED;
 }
 
 }  // namespace moehub

@@ -20,14 +20,13 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
 #include "common/server.hpp"
 
 namespace moehub {
 
-class NvlinkPort : public sc_core::sc_module,
-                   public tlm::tlm_fw_transport_if<>,
-                   public tlm::tlm_bw_transport_if<> {
+class NvlinkPort : public TlmBlock {
  public:
   tlm::tlm_target_socket<> in;      ///< from the transmitting side
   tlm::tlm_initiator_socket<> out;  ///< to the receiving side
@@ -43,16 +42,7 @@ class NvlinkPort : public sc_core::sc_module,
   /// this port (bandwidth and credits). Changes nothing.
   Tick earliest_start(Tick t, std::uint32_t flits) const;
 
-  // tlm_fw_transport_if
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
-  // tlm_bw_transport_if
-  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
   const BandwidthServer& server() const { return server_; }
   BandwidthServer& server() { return server_; }

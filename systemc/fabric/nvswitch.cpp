@@ -8,7 +8,7 @@
 namespace moehub {
 
 NvSwitch::NvSwitch(const sc_core::sc_module_name& name, int num_gpus, const NvswitchConfig& cfg)
-    : sc_core::sc_module(name),
+    : TlmBlock(name),
       in("gpu2sw", static_cast<std::size_t>(num_gpus)),
       out("sw2gpu", static_cast<std::size_t>(num_gpus)),
       crossing_(to_sc(ns_to_ticks(cfg.crossing_latency_ns))) {
@@ -28,17 +28,6 @@ void NvSwitch::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   out[static_cast<std::size_t>(ext->dst_gpu)]->b_transport(gp, delay);
   // the output port began sending at link_start: the packet left our input buffer then
   ext->buffer_exit = ext->link_start;
-}
-
-tlm::tlm_sync_enum NvSwitch::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                             sc_core::sc_time& delay) {
-  b_transport(gp, delay);
-  return tlm::TLM_COMPLETED;
-}
-
-tlm::tlm_sync_enum NvSwitch::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                             sc_core::sc_time&) {
-  return tlm::TLM_COMPLETED;
 }
 
 }  // namespace moehub

@@ -13,13 +13,12 @@
 #include <tlm>
 
 #include "common/config.hpp"
+#include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
 
 namespace moehub {
 
-class NvSwitch : public sc_core::sc_module,
-                 public tlm::tlm_fw_transport_if<>,
-                 public tlm::tlm_bw_transport_if<> {
+class NvSwitch : public TlmBlock {
  public:
   sc_core::sc_vector<tlm::tlm_target_socket<>> in;      ///< gpu2sw: one per GPU
   sc_core::sc_vector<tlm::tlm_initiator_socket<>> out;  ///< sw2gpu: one per GPU
@@ -27,13 +26,6 @@ class NvSwitch : public sc_core::sc_module,
   NvSwitch(const sc_core::sc_module_name& name, int num_gpus, const NvswitchConfig& cfg);
 
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
-  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
   std::uint64_t packets() const { return packets_; }
 

@@ -9,7 +9,7 @@
 namespace moehub {
 
 Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink)
-    : sc_core::sc_module(name),
+    : TlmBlock(name),
       hub2nvl("hub2nvl", static_cast<std::size_t>(sys.nvswitch.num_switches)),
       nvl2hub("nvl2hub", static_cast<std::size_t>(sys.nvswitch.num_switches)),
       hub2xbar("hub2xbar"),
@@ -186,17 +186,6 @@ void Hub::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     delay = to_sc(exit - now);
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
-}
-
-tlm::tlm_sync_enum Hub::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                        sc_core::sc_time& delay) {
-  b_transport(gp, delay);
-  return tlm::TLM_COMPLETED;
-}
-
-tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                        sc_core::sc_time&) {
-  return tlm::TLM_COMPLETED;
 }
 
 }  // namespace moehub

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
 #include "gpu/store_stream.hpp"
 
@@ -44,9 +45,7 @@ class TrafficSink {
   virtual void on_acknowledged(const MoePacketExt& response, Tick t) = 0;
 };
 
-class Hub : public sc_core::sc_module,
-            public tlm::tlm_fw_transport_if<>,
-            public tlm::tlm_bw_transport_if<> {
+class Hub : public TlmBlock {
  public:
   sc_core::sc_vector<tlm::tlm_initiator_socket<>> hub2nvl;  ///< egress, one per plane
   sc_core::sc_vector<tlm::tlm_target_socket<>> nvl2hub;     ///< ingress, one per plane
@@ -64,13 +63,6 @@ class Hub : public sc_core::sc_module,
   void enable_peer(int phase, std::int32_t dst, Tick t);
 
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
-  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
   int planes() const { return planes_; }
   std::uint64_t data_packets_sent() const { return data_packets_; }

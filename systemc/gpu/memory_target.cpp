@@ -6,7 +6,7 @@ namespace moehub {
 
 ServerTarget::ServerTarget(const sc_core::sc_module_name& name, int num_inputs, double bw_gbps,
                            double latency_ns, bool forwards)
-    : sc_core::sc_module(name),
+    : TlmBlock(name),
       in("in", static_cast<std::size_t>(num_inputs)),
       server_(std::string(this->name()), bw_gbps, ns_to_ticks(latency_ns)),
       forwards_(forwards) {
@@ -29,17 +29,6 @@ void ServerTarget::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
   delay = to_sc(slot.done - now);
   if (forwards_) (*out_)->b_transport(gp, delay);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
-}
-
-tlm::tlm_sync_enum ServerTarget::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                                 sc_core::sc_time& delay) {
-  b_transport(gp, delay);
-  return tlm::TLM_COMPLETED;
-}
-
-tlm::tlm_sync_enum ServerTarget::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                                 sc_core::sc_time&) {
-  return tlm::TLM_COMPLETED;
 }
 
 }  // namespace moehub

@@ -14,14 +14,13 @@
 #include <string>
 
 #include "common/server.hpp"
+#include "common/tlm_block.hpp"
 
 namespace moehub {
 
 /// A TLM target (optionally forwarding to a next stage) with one bandwidth
 /// server. Used for the crossbar (forwards to HBM) and HBM (terminal).
-class ServerTarget : public sc_core::sc_module,
-                     public tlm::tlm_fw_transport_if<>,
-                     public tlm::tlm_bw_transport_if<> {
+class ServerTarget : public TlmBlock {
  public:
   sc_core::sc_vector<tlm::tlm_target_socket<>> in;
   /// The socket to the next stage (only for a forwarding target).
@@ -31,13 +30,6 @@ class ServerTarget : public sc_core::sc_module,
                double latency_ns, bool forwards);
 
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
-  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override;
-  void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
   const BandwidthServer& server() const { return server_; }
   BandwidthServer& server() { return server_; }

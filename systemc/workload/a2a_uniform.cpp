@@ -11,39 +11,19 @@ using namespace schedule_detail;
 
 Schedule build_a2a_uniform(const ModelConfig& m, const Routing& r, const ExpertPlacement&,
                            const ScheduleOptions& opt) {
-  const auto G = static_cast<std::size_t>(r.num_gpus);
-  Schedule s;
-  s.name = "a2a-uniform";
-  AllToAll a;
-  a.name = "all_to_all";
-  a.row_bytes = static_cast<std::uint32_t>(m.hidden_size * m.dtype_bytes);
-  a.sms = opt.comm_sms;
-  a.rows.assign(G, std::vector<std::vector<std::int64_t>>(G));
-  std::int64_t id = 0;
-  for (std::size_t src = 0; src < G; ++src) {
-    const std::int64_t n = r.tokens_per_gpu[src];
-    for (std::size_t dst = 0; dst < G; ++dst) {
+  const auto G = static_cast<std::int64_t>(r.num_gpus);
+  std::vector<std::vector<std::int64_t>> counts(static_cast<std::size_t>(G));
+  for (std::int64_t src = 0; src < G; ++src) {
+    const std::int64_t n = r.tokens_per_gpu[static_cast<std::size_t>(src)];
+    for (std::int64_t dst = 0; dst < G; ++dst) {
       // rows [n*dst/G, n*(dst+1)/G) of src go to dst
-      const std::int64_t lo = n * static_cast<std::int64_t>(dst) / static_cast<std::int64_t>(G);
-      const std::int64_t hi = n * static_cast<std::int64_t>(dst + 1) / static_cast<std::int64_t>(G);
-      for (std::int64_t i = lo; i < hi; ++i) {
-        a.rows[src][dst].push_back(id++);
-        a.expected_dst.push_back(static_cast<std::int32_t>(dst));
-      }
+      counts[static_cast<std::size_t>(src)].push_back(n * (dst + 1) / G - n * dst / G);
     }
   }
-  s.collectives.push_back(std::move(a));
-  s.ops.resize(G);
-  for (auto& ops : s.ops) {
-    Op op;
-    op.kind = OpKind::kAllToAll;
-    op.name = "all_to_all";
-    op.phase = "all_to_all";
-    op.collective = 0;
-    op.collective_setup = true;
-    ops.push_back(op);
-  }
-  return s;
+  return single_collective(
+      "a2a-uniform",
+      all_to_all_from_counts("all_to_all", counts, static_cast<std::uint32_t>(m.hidden_size * m.dtype_bytes), opt.comm_sms),
+      true);
 }
 
 }  // namespace moehub

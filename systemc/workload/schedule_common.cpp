@@ -71,6 +71,42 @@ Op memory_op(const std::string& name, const std::string& phase, double bytes) {
   return op;
 }
 
+AllToAll all_to_all_from_counts(const std::string& name, const std::vector<std::vector<std::int64_t>>& counts,
+                                std::uint32_t row_bytes, int sms) {
+  const std::size_t G = counts.size();
+  AllToAll a;
+  a.name = name;
+  a.row_bytes = row_bytes;
+  a.sms = sms;
+  a.rows.assign(G, std::vector<std::vector<std::int64_t>>(G));
+  std::int64_t id = 0;
+  for (std::size_t src = 0; src < G; ++src) {
+    for (std::size_t dst = 0; dst < G; ++dst) {
+      for (std::int64_t i = 0; i < counts[src][dst]; ++i) {
+        a.rows[src][dst].push_back(id++);
+        a.expected_dst.push_back(static_cast<std::int32_t>(dst));
+      }
+    }
+  }
+  return a;
+}
+
+Schedule single_collective(const std::string& name, AllToAll a, bool host_costs) {
+  const std::size_t G = a.rows.size();
+  Schedule s;
+  s.name = name;
+  Op op;
+  op.kind = OpKind::kAllToAll;
+  op.name = a.name;
+  op.phase = a.name;
+  op.collective = 0;
+  op.launch = host_costs;
+  op.collective_setup = host_costs;
+  s.collectives.push_back(std::move(a));
+  s.ops.assign(G, std::vector<Op>{op});
+  return s;
+}
+
 namespace {
 Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> g) {
   Op op;

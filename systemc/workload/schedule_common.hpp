@@ -32,4 +32,12 @@ void append_shared_expert_ops(std::vector<Op>& ops, const ModelConfig& m, std::i
 
 Op memory_op(const std::string& name, const std::string& phase, double bytes);
 
+/// An all-to-all in which GPU s sends counts[s][d] rows to GPU d (row ids
+/// numbered in (s, d) order).
+AllToAll all_to_all_from_counts(const std::string& name, const std::vector<std::vector<std::int64_t>>& counts,
+                                std::uint32_t row_bytes, int sms);
+/// A schedule whose only op on every GPU is `a`; with `host_costs` the host
+/// launches it as a collective, without it every GPU starts at time 0.
+Schedule single_collective(const std::string& name, AllToAll a, bool host_costs);
+
 }  // namespace moehub::schedule_detail

@@ -2,6 +2,7 @@
 
 #include "common/config_loader.hpp"
 #include "common/sc_time_util.hpp"
+#include "workload/schedule_common.hpp"
 
 namespace moehub::test {
 
@@ -15,35 +16,8 @@ ModelConfig default_model() {
 
 Schedule single_all_to_all(const std::vector<std::vector<std::int64_t>>& rows, std::uint32_t row_bytes,
                            int sms) {
-  const std::size_t G = rows.size();
-  Schedule s;
-  s.name = "test";
-  AllToAll a;
-  a.name = "a2a";
-  a.row_bytes = row_bytes;
-  a.sms = sms;
-  a.rows.assign(G, std::vector<std::vector<std::int64_t>>(G));
-  std::int64_t id = 0;
-  for (std::size_t src = 0; src < G; ++src) {
-    for (std::size_t dst = 0; dst < G; ++dst) {
-      for (std::int64_t r = 0; r < rows[src][dst]; ++r) {
-        a.rows[src][dst].push_back(id++);
-        a.expected_dst.push_back(static_cast<std::int32_t>(dst));
-      }
-    }
-  }
-  s.collectives.push_back(std::move(a));
-  s.ops.resize(G);
-  for (auto& ops : s.ops) {
-    Op op;
-    op.kind = OpKind::kAllToAll;
-    op.name = "a2a";
-    op.phase = "a2a";
-    op.launch = false;
-    op.collective = 0;
-    ops.push_back(op);
-  }
-  return s;
+  using namespace schedule_detail;
+  return single_collective("test", all_to_all_from_counts("a2a", rows, row_bytes, sms), false);
 }
 
 std::vector<std::vector<std::int64_t>> uniform_rows(int gpus, std::int64_t n) {
