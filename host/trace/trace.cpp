@@ -247,19 +247,22 @@ std::string read_text(const std::string& path) {
 
 // ---- manifest JSON helpers ------------------------------------------------------------
 
-const json::Value& member(const json::Value& obj, const std::string& key, json::Value::Kind kind,
+// Returns a pointer (never null) rather than a reference: a reference bound to
+// the result of a call that takes temporary strings trips GCC 13's
+// -Wdangling-reference.
+const json::Value* member(const json::Value& obj, const std::string& key, json::Value::Kind kind,
                           const std::string& file, const std::string& where) {
   const json::Value* v = obj.find(key);
   if (!v) throw TraceError(file, where + ": missing key \"" + key + "\"");
   if (v->kind != kind)
     throw TraceError(file, where + ": \"" + key + "\" must be " + json::kind_name(kind) + ", found " +
                                json::kind_name(v->kind));
-  return *v;
+  return v;
 }
 
 long long int_member(const json::Value& obj, const std::string& key, long long lo, long long hi,
                      const std::string& file, const std::string& where) {
-  const json::Value& v = member(obj, key, json::Value::Kind::kNumber, file, where);
+  const json::Value& v = *member(obj, key, json::Value::Kind::kNumber, file, where);
   if (!v.integral || v.number < static_cast<double>(lo) || v.number > static_cast<double>(hi))
     throw TraceError(file, where + ": \"" + key + "\" = " + fmt_double(v.number) +
                                " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -269,7 +272,7 @@ long long int_member(const json::Value& obj, const std::string& key, long long l
 // A file name from the manifest: relative, inside the trace directory.
 std::string rel_path(const json::Value& obj, const std::string& key, const std::string& file,
                      const std::string& where) {
-  const std::string& p = member(obj, key, json::Value::Kind::kString, file, where).text;
+  const std::string p = member(obj, key, json::Value::Kind::kString, file, where)->text;
   const fs::path path(p);
   bool escapes = p.empty() || path.is_absolute();
   for (const auto& part : path)
@@ -376,10 +379,10 @@ Trace read_trace(const std::string& dir) {
     throw TraceError(mf, std::string("not valid JSON: ") + e.what());
   }
   if (root.kind != json::Value::Kind::kObject) throw TraceError(mf, "the manifest must be a JSON object");
-  const std::string& format = member(root, "format", json::Value::Kind::kString, mf, "manifest").text;
+  const std::string format = member(root, "format", json::Value::Kind::kString, mf, "manifest")->text;
   if (format != kFormatName)
     throw TraceError(mf, "\"format\" = '" + format + "', expected '" + kFormatName + "'");
-  const json::Value& ver = member(root, "version", json::Value::Kind::kNumber, mf, "manifest");
+  const json::Value& ver = *member(root, "version", json::Value::Kind::kNumber, mf, "manifest");
   if (!ver.integral || ver.number != kFormatVersion)
     throw TraceError(mf, "unsupported version " + fmt_double(ver.number) + " (this reader supports version " +
                              std::to_string(kFormatVersion) + ")");
@@ -387,9 +390,9 @@ Trace read_trace(const std::string& dir) {
   Trace t;
   Manifest& m = t.manifest;
   m.version = kFormatVersion;
-  m.producer = member(root, "producer", json::Value::Kind::kString, mf, "manifest").text;
-  m.device = member(root, "device", json::Value::Kind::kString, mf, "manifest").text;
-  m.date = member(root, "date", json::Value::Kind::kString, mf, "manifest").text;
+  m.producer = member(root, "producer", json::Value::Kind::kString, mf, "manifest")->text;
+  m.device = member(root, "device", json::Value::Kind::kString, mf, "manifest")->text;
+  m.date = member(root, "date", json::Value::Kind::kString, mf, "manifest")->text;
   const long long big = 1LL << 30;
   m.ranks = static_cast<int>(int_member(root, "ranks", 1, big, mf, "manifest"));
   m.hidden = static_cast<int>(int_member(root, "hidden", 1, big, mf, "manifest"));
@@ -406,8 +409,8 @@ Trace read_trace(const std::string& dir) {
   }
   validate_manifest(m, mf);
 
-  const json::Value& files = member(root, "files", json::Value::Kind::kObject, mf, "manifest");
-  const json::Value& routing = member(files, "routing", json::Value::Kind::kArray, mf, "files");
+  const json::Value& files = *member(root, "files", json::Value::Kind::kObject, mf, "manifest");
+  const json::Value& routing = *member(files, "routing", json::Value::Kind::kArray, mf, "files");
   if (static_cast<long long>(routing.items.size()) != m.ranks)
     throw TraceError(mf, "rank count mismatch: \"ranks\" = " + std::to_string(m.ranks) + " but \"files\".\"routing\" has " +
                              std::to_string(routing.items.size()) + " entries");
