@@ -12,6 +12,7 @@ in total per GPU, split evenly over the GPUs). Times are host wall time over `it
 back-to-back operations after warm-up, so small sizes include launch overheads.
 
   python3 scripts/gpu/p2p_bench.py            # all GPUs of the machine
+  python3 scripts/gpu/p2p_bench.py --a2a-only --repeat 5 --a2a-sizes 2M,4M,8M,16M,32M
 """
 import os
 import sys
@@ -69,7 +70,11 @@ def copy_engine(ngpu):
             line("ce_bidir", 0, 1, n, it, time.perf_counter() - t0)
 
 
-def nccl_worker(rank, world):
+REPEAT = 1
+A2A_ONLY = False
+
+
+def nccl_worker(rank, world, a2a_sizes, repeat, a2a_only):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29517", rank=rank, world_size=world)
     dev = torch.device("cuda", rank)
@@ -87,7 +92,7 @@ def nccl_worker(rank, world):
         torch.cuda.synchronize()
         return time.perf_counter() - t0
 
-    if world >= 2:
+    if world >= 2 and not a2a_only:
         for n in SIZES:
             buf = torch.randint(0, 255, (n,), dtype=torch.uint8, device=dev)
             rbuf = torch.empty_like(buf)
@@ -121,25 +126,45 @@ def nccl_worker(rank, world):
             secs = timed(bidir, it)
             if rank == 0:
                 line("nccl_bidir", rank, (rank + 1) % world, n, it, secs)
-    for n in A2A_SIZES:
-        n -= n % world
-        inp = torch.randint(0, 255, (n,), dtype=torch.uint8, device=dev)
-        out = torch.empty_like(inp)
-        it = iters_for(n)
-        secs = timed(lambda: dist.all_to_all_single(out, inp), it)
-        if rank == 0:
-            line("a2a", "all", "all", n, it, secs)
+    for _ in range(repeat):
+        for n in a2a_sizes:
+            n -= n % world
+            inp = torch.randint(0, 255, (n,), dtype=torch.uint8, device=dev)
+            out = torch.empty_like(inp)
+            it = iters_for(n)
+            secs = timed(lambda: dist.all_to_all_single(out, inp), it)
+            if rank == 0:
+                line("a2a", "all", "all", n, it, secs)
     dist.destroy_process_group()
 
 
+def parse_size(t):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(t[:-1]) * mult[t[-1]] if t[-1] in mult else int(t)
+
+
 def main():
+    global A2A_SIZES, REPEAT, A2A_ONLY
+    args = sys.argv[1:]
+    while args:
+        a = args.pop(0)
+        if a == "--a2a-only":
+            A2A_ONLY = True
+        elif a == "--repeat":
+            REPEAT = int(args.pop(0))
+        elif a == "--a2a-sizes":
+            A2A_SIZES = [parse_size(t) for t in args.pop(0).split(",")]
+        else:
+            print(f"p2p_bench: unknown argument {a}", file=sys.stderr)
+            return 2
     ngpu = torch.cuda.device_count()
     print(f"# {ngpu} x {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"peer access 0->1: {torch.cuda.can_device_access_peer(0, 1) if ngpu > 1 else 'n/a'}", flush=True)
     print("kind,src,dst,bytes,iters,time_us,gbps", flush=True)
-    copy_engine(ngpu)
+    if not A2A_ONLY:
+        copy_engine(ngpu)
     if ngpu >= 2:
-        mp.spawn(nccl_worker, args=(ngpu,), nprocs=ngpu, join=True)
+        mp.spawn(nccl_worker, args=(ngpu, A2A_SIZES, REPEAT, A2A_ONLY), nprocs=ngpu, join=True)
     return 0
 
 
