@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   moehub::WorkloadConfig wl;
   int comm_sms = moehub::ScheduleOptions{}.comm_sms;
+  int repeat = 1;
 
   app.add_option("--system", system, "system config: a name under configs/systems or a YAML path")
       ->capture_default_str();
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
                  "replay the routing of a moehub-gpu trace directory (one rank per GPU) instead of generating it");
   app.add_option("--granularity", granularity, "override sim.granularity: packet or row");
   app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
+  app.add_option("--repeat", repeat, "a2a-uniform: all-to-alls back to back, 1..1000")->capture_default_str();
   app.add_option("--out-dir", out_dir, "where results.json and timeline.json go")->capture_default_str();
   app.add_option("--results", results_path, "results JSON path (default OUT_DIR/results.json)");
   app.add_option("--timeline", timeline_path, "Chrome trace path (default OUT_DIR/timeline.json)");
@@ -115,6 +117,10 @@ int main(int argc, char** argv) {
       throw moehub::ConfigError("<command line>", "--schedule",
                                 "must be one of " + allowed + " (got '" + schedule + "')");
     }
+    if (repeat < 1 || repeat > 1000) {
+      throw moehub::ConfigError("<command line>", "--repeat",
+                                "must be in 1..1000 (got " + std::to_string(repeat) + ")");
+    }
     if (routing_trace.empty()) {
       moehub::validate_run(req.system, req.model, wl);
     } else {
@@ -134,6 +140,7 @@ int main(int argc, char** argv) {
   req.workload = wl;
   req.schedule = schedule;
   req.options.comm_sms = comm_sms;
+  req.options.repeat = repeat;
   req.timeline = !no_timeline;
   if (results_path.empty()) results_path = out_dir + "/results.json";
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";

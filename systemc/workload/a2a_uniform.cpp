@@ -3,6 +3,8 @@
 // share is copied locally). It is the simulator's side of an all-to-all
 // measured on real GPUs (scripts/gpu/p2p_bench.py) and the check of its link
 // calibration.
+#include <algorithm>
+
 #include "workload/schedule_common.hpp"
 
 namespace moehub {
@@ -20,10 +22,10 @@ Schedule build_a2a_uniform(const ModelConfig& m, const Routing& r, const ExpertP
       counts[static_cast<std::size_t>(src)].push_back(n * (dst + 1) / G - n * dst / G);
     }
   }
-  return single_collective(
+  return repeated_collective(
       "a2a-uniform",
       all_to_all_from_counts("all_to_all", counts, static_cast<std::uint32_t>(m.hidden_size * m.dtype_bytes), opt.comm_sms),
-      true);
+      std::max(1, opt.repeat));
 }
 
 }  // namespace moehub

@@ -22,6 +22,9 @@ struct ScheduleOptions {
   /// in the range NCCL uses on 8-GPU NVSwitch nodes. At 64 B/cycle per SM this
   /// issues far faster than the links drain, so the figure matters little.
   int comm_sms = 24;
+  /// a2a-uniform: how many all-to-alls run back to back (the host launches
+  /// the next while the GPUs run the current one, as a timing loop does).
+  int repeat = 1;
 };
 
 enum class OpKind {
@@ -70,8 +73,9 @@ Schedule build_megatron(const ModelConfig& model, const Routing& routing,
 Schedule build_ideal(const ModelConfig& model, const Routing& routing,
                      const ExpertPlacement& placement, const ScheduleOptions& opt);
 
-/// One uniform all-to-all of every GPU's token rows (equal splits), with the
-/// host cost of a collective: the counterpart of a measured all_to_all.
+/// Uniform all-to-alls of every GPU's token rows (equal splits), `opt.repeat`
+/// of them back to back, each with the host cost of a collective: the
+/// counterpart of a measured loop of all_to_all calls.
 Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
                            const ExpertPlacement& placement, const ScheduleOptions& opt);
 

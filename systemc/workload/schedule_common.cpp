@@ -107,6 +107,18 @@ Schedule single_collective(const std::string& name, AllToAll a, bool host_costs)
   return s;
 }
 
+Schedule repeated_collective(const std::string& name, const AllToAll& a, int repeat) {
+  Schedule s = single_collective(name, a, true);
+  const Op first = s.ops[0][0];
+  for (int i = 1; i < repeat; ++i) {
+    s.collectives.push_back(a);
+    Op op = first;
+    op.collective = i;
+    for (auto& ops : s.ops) ops.push_back(op);
+  }
+  return s;
+}
+
 namespace {
 Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> g) {
   Op op;

@@ -39,5 +39,7 @@ AllToAll all_to_all_from_counts(const std::string& name, const std::vector<std::
 /// A schedule whose only op on every GPU is `a`; with `host_costs` the host
 /// launches it as a collective, without it every GPU starts at time 0.
 Schedule single_collective(const std::string& name, AllToAll a, bool host_costs);
+/// The same with `repeat` copies of `a` back to back (host costs included).
+Schedule repeated_collective(const std::string& name, const AllToAll& a, int repeat);
 
 }  // namespace moehub::schedule_detail

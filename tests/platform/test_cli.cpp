@@ -178,6 +178,7 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
       {"--system no-such-system", "no-such-system"},
       {"--tokens many", "--tokens"},
       {"--comm-sms 0", "--comm-sms"},
+      {"--schedule a2a-uniform --repeat 0", "--repeat"},
   };
   int i = 0;
   for (const auto& [args, key] : cases) {

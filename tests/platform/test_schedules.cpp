@@ -153,6 +153,15 @@ TEST(Schedules, UniformAllToAllSplitsEvenly) {
   }
   EXPECT_EQ(total, 1001);
   EXPECT_EQ(a.expected_dst.size(), 1001u);
+  // back to back: one collective per repetition, in order on every GPU
+  ScheduleOptions opt;
+  opt.repeat = 3;
+  const Schedule r = build_a2a_uniform(s.model, s.routing, s.placement, opt);
+  ASSERT_EQ(r.collectives.size(), 3u);
+  for (const auto& ops : r.ops) {
+    ASSERT_EQ(ops.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(ops[static_cast<std::size_t>(i)].collective, i);
+  }
 }
 
 }  // namespace
