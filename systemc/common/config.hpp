@@ -21,10 +21,10 @@ namespace moehub {
 /// half-saturation constants say at which size a dimension reaches half of its
 /// asymptotic efficiency.
 struct GemmEfficiencyConfig {
-  double max_efficiency = 0.78; ///< fraction of peak at large shapes, (0, 1]
-  double m_half = 131;          ///< rows at which the M factor is 0.5, >= 0
-  double n_half = 64;           ///< >= 0
-  double k_half = 64;           ///< >= 0
+  double max_efficiency = 0.757; ///< fraction of peak at large shapes, (0, 1]
+  double m_half = 0;            ///< rows at which the M factor is 0.5, >= 0
+  double n_half = 96;           ///< >= 0
+  double k_half = 384;          ///< >= 0
 };
 
 struct GpuConfig {

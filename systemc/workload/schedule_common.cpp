@@ -134,7 +134,11 @@ void append_routing_ops(std::vector<Op>& ops, const ModelConfig& m, std::int64_t
   const auto T = static_cast<double>(tokens);
   const auto E = static_cast<double>(m.num_experts);
   const auto k = static_cast<double>(m.top_k);
-  ops.push_back(gemm_op("router_gemm", "routing", {{tokens, m.num_experts, m.hidden_size}}));
+  // The router GEMM (T x H by H x E, E <= a few hundred) does about E/2 flop
+  // per byte it reads, far below the ridge of any GPU here: it is a streaming
+  // kernel over the tokens (bf16) and the router weights, writing fp32 logits.
+  const auto H = static_cast<double>(m.hidden_size);
+  ops.push_back(memory_op("router_gemm", "routing", T * H * m.dtype_bytes + H * E * m.dtype_bytes + T * E * 4));
   // fp32 logits read, probabilities written, top-k ids and weights written
   ops.push_back(memory_op("router_softmax_topk", "routing", T * E * 4 * 2 + T * k * 8));
 }
