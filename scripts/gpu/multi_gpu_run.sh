@@ -12,7 +12,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 N=$(nvidia-smi -L | wc -l)
 { date -u +"date: %Y-%m-%dT%H:%M:%SZ"; nvidia-smi -L; nvidia-smi topo -m; nvidia-smi nvlink -s 2>&1 | head -40; } > "$OUT/machine.txt" 2>&1
 t0=$(date +%s)
-timeout 170 bash -c "cmake --preset gpu -DMOEHUB_WERROR=OFF > '$OUT/build.log' 2>&1 && cmake --build --preset gpu -j$(nproc) --target moehub-gpu >> '$OUT/build.log' 2>&1"
+timeout 170 bash -c "cmake --preset gpu > '$OUT/build.log' 2>&1 && cmake --build --preset gpu -j$(nproc) --target moehub-gpu >> '$OUT/build.log' 2>&1"
 echo "build rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"
 t0=$(date +%s)
 timeout 100 python3 scripts/gpu/p2p_bench.py > "$OUT/p2p.csv" 2> "$OUT/p2p.err"
