@@ -2,10 +2,20 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "common/sc_time_util.hpp"
 
 namespace moehub {
+
+struct Node::GpuRun {
+  std::vector<Tick> launch_at;          ///< kTickMax until the host has launched the op
+  std::vector<std::string> gap_phase;   ///< what a wait for the launch is charged to
+  std::vector<char> done;
+  sc_core::sc_event launched, completed;
+  int streams = 1;
+  int running = 0;  ///< stream threads still running
+};
 
 
 Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const ModelConfig& model,
@@ -61,7 +71,27 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
 
   records_.resize(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
-    sc_core::sc_spawn(std::bind(&Node::gpu_thread, this, g), ("gpu" + std::to_string(g) + "_stream").c_str());
+    const auto& ops = schedule_.ops[static_cast<std::size_t>(g)];
+    auto run = std::make_unique<GpuRun>();
+    run->launch_at.assign(ops.size(), kTickMax);
+    run->gap_phase.assign(ops.size(), "launch_overhead");
+    run->done.assign(ops.size(), 0);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].stream < 0 || ops[i].stream > 7) throw std::invalid_argument("op stream out of range 0..7");
+      for (const int d : ops[i].after) {
+        if (d < 0 || static_cast<std::size_t>(d) >= i) {
+          throw std::invalid_argument("op " + ops[i].name + " waits for an op that does not precede it");
+        }
+      }
+      run->streams = std::max(run->streams, ops[i].stream + 1);
+    }
+    run->running = run->streams;
+    runs_.push_back(std::move(run));
+    const std::string gs = "gpu" + std::to_string(g);
+    sc_core::sc_spawn(std::bind(&Node::host_thread, this, g), (gs + "_host").c_str());
+    for (int st = 0; st < runs_.back()->streams; ++st) {
+      sc_core::sc_spawn(std::bind(&Node::stream_thread, this, g, st), (gs + "_stream" + std::to_string(st)).c_str());
+    }
   }
 }
 
@@ -73,72 +103,114 @@ std::uint64_t Node::fabric_transactions() const {
   return n;
 }
 
-void Node::gpu_thread(int g) {
+
+void Node::host_thread(int g) {
   const auto gi = static_cast<std::size_t>(g);
   const auto& ops = schedule_.ops[gi];
+  GpuRun& run = *runs_[gi];
   GpuRecord& rec = records_[gi];
-  SmArray& sm = *sms_[gi];
   const Tick launch = us_to_ticks(sys_.host.kernel_launch_us);
   const Tick setup = us_to_ticks(sys_.host.collective_setup_us);
   const Tick sync = us_to_ticks(sys_.host.stream_sync_us);
   Tick host = now_ticks();  // the host's own clock: how far it has issued work
-  std::string gap_phase = "launch_overhead";
-
-  for (const Op& op : ops) {
+  std::string pending = "launch_overhead";
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     if (op.kind == OpKind::kHostSync) {
+      run.launched.notify(sc_core::SC_ZERO_TIME);
+      for (std::size_t j = 0; j < i; ++j) {
+        while (!run.done[j]) sc_core::wait(run.completed);
+      }
       const Tick from = std::max(host, now_ticks());
       host = from + sync;
-      rec.host.push_back({op.name, op.phase, "host_sync", from, host, 0, 0});
-      gap_phase = op.phase;
+      rec.host.push_back({op.name, op.phase, "host_sync", from, host, 0, 0, -1});
+      pending = op.phase;
+      run.launch_at[i] = host;
+      run.done[i] = 1;
       continue;
     }
     if (op.launch) host += launch;
     if (op.collective_setup) host += setup;
-    const Tick now = now_ticks();
-    if (host > now) {
-      rec.stream.push_back({"host", gap_phase, "launch_gap", now, host, 0, 0});
-      sc_core::wait(to_sc(host - now));
+    run.launch_at[i] = host;
+    run.gap_phase[i] = pending;
+    pending = "launch_overhead";
+  }
+  run.launched.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Node::stream_thread(int g, int stream) {
+  const auto gi = static_cast<std::size_t>(g);
+  const auto& ops = schedule_.ops[gi];
+  GpuRun& run = *runs_[gi];
+  GpuRecord& rec = records_[gi];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::kHostSync || op.stream != stream) continue;
+    while (run.launch_at[i] == kTickMax) sc_core::wait(run.launched);
+    Tick now = now_ticks();
+    if (run.launch_at[i] > now) {
+      rec.stream.push_back({"host", run.gap_phase[i], "launch_gap", now, run.launch_at[i], 0, 0, stream});
+      sc_core::wait(to_sc(run.launch_at[i] - now));
     }
-    gap_phase = "launch_overhead";
-    OpRecord r{op.name, op.phase, "", now_ticks(), 0, 0, 0};
-    switch (op.kind) {
-      case OpKind::kGemm: {
-        const KernelCost c = sm.gemm(op.gemms);
-        r.kind = "gemm";
-        r.flops = c.flops;
-        r.bytes = c.hbm_bytes;
-        sc_core::wait(to_sc(c.duration));
-        break;
-      }
-      case OpKind::kMemory: {
-        r.kind = "memory";
-        r.bytes = op.bytes;
-        const Tick done = sm.memory_kernel(op.bytes, true);
-        sc_core::wait(to_sc(done - now_ticks()));
-        break;
-      }
-      case OpKind::kAllToAll: {
-        r.kind = "all_to_all";
-        const AllToAll& a = schedule_.collectives[static_cast<std::size_t>(op.collective)];
-        const double local = static_cast<double>(a.rows[gi][gi].size()) * a.row_bytes;
-        const Tick local_done = local > 0 ? sm.memory_kernel(2 * local, true) : now_ticks();
-        double sent = 0;
-        for (std::size_t d = 0; d < a.rows[gi].size(); ++d) {
-          if (d != gi) sent += static_cast<double>(a.rows[gi][d].size()) * a.row_bytes;
-        }
-        r.bytes = sent;
-        collectives_->join(op.collective, g, local_done);
-        sc_core::wait(collectives_->done_event(op.collective, g));
-        break;
-      }
-      case OpKind::kHostSync:
-        break;
+    // events recorded by other streams: the wait is charged to what it waited for
+    for (const int d : op.after) {
+      now = now_ticks();
+      if (run.done[static_cast<std::size_t>(d)]) continue;
+      while (!run.done[static_cast<std::size_t>(d)]) sc_core::wait(run.completed);
+      rec.stream.push_back({"wait", ops[static_cast<std::size_t>(d)].phase, "dependency_wait", now, now_ticks(), 0, 0,
+                            stream});
     }
+    OpRecord r{op.name, op.phase, "", now_ticks(), 0, 0, 0, stream};
+    execute(g, op, r);
     r.end = now_ticks();
     rec.stream.push_back(r);
+    run.done[i] = 1;
+    run.completed.notify(sc_core::SC_ZERO_TIME);
   }
-  rec.end = now_ticks();
-  rec.finished = true;
+  rec.end = std::max(rec.end, now_ticks());
+  if (--run.running == 0) {
+    std::stable_sort(rec.stream.begin(), rec.stream.end(),
+                     [](const OpRecord& a, const OpRecord& b) { return a.start < b.start; });
+    rec.finished = true;
+  }
+}
+
+void Node::execute(int g, const Op& op, OpRecord& r) {
+  const auto gi = static_cast<std::size_t>(g);
+  SmArray& sm = *sms_[gi];
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      const KernelCost c = sm.gemm(op.gemms);
+      r.kind = "gemm";
+      r.flops = c.flops;
+      r.bytes = c.hbm_bytes;
+      sc_core::wait(to_sc(c.duration));
+      break;
+    }
+    case OpKind::kMemory: {
+      r.kind = "memory";
+      r.bytes = op.bytes;
+      const Tick done = sm.memory_kernel(op.bytes, true);
+      sc_core::wait(to_sc(done - now_ticks()));
+      break;
+    }
+    case OpKind::kAllToAll: {
+      r.kind = "all_to_all";
+      const AllToAll& a = schedule_.collectives[static_cast<std::size_t>(op.collective)];
+      const double local = static_cast<double>(a.rows[gi][gi].size()) * a.row_bytes;
+      const Tick local_done = local > 0 ? sm.memory_kernel(2 * local, true) : now_ticks();
+      double sent = 0;
+      for (std::size_t d = 0; d < a.rows[gi].size(); ++d) {
+        if (d != gi) sent += static_cast<double>(a.rows[gi][d].size()) * a.row_bytes;
+      }
+      r.bytes = sent;
+      collectives_->join(op.collective, g, local_done);
+      sc_core::wait(collectives_->done_event(op.collective, g));
+      break;
+    }
+    case OpKind::kHostSync:
+      break;
+  }
 }
 
 }  // namespace moehub

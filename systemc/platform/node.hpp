@@ -6,9 +6,11 @@
 // sw{p}.sw2gpu[d] -> sw{p}->gpu{d} -> hub{d}.nvl2hub[p], hub2xbar -> xbar ->
 // xbar2hbm -> hbm.
 //
-// Each GPU runs its op list on one SystemC thread (its stream), with the host
-// side modelled as a clock that launches kernels ahead of the stream and
-// stalls on synchronisations.
+// Each GPU runs its op list on one SystemC thread per stream (ops of other
+// streams they depend on are awaited as CUDA events would be), with the host
+// modelled by one more thread: a clock that launches kernels ahead of the
+// streams in list order and stalls on synchronisations until every earlier op
+// has finished.
 #pragma once
 
 #ifndef SC_INCLUDE_DYNAMIC_PROCESSES
@@ -40,10 +42,11 @@ struct OpRecord {
   Tick end = 0;
   double flops = 0;
   double bytes = 0;
+  int stream = 0;  ///< the GPU stream it ran on (host records: -1)
 };
 
 struct GpuRecord {
-  std::vector<OpRecord> stream;  ///< kernels and collectives, in order
+  std::vector<OpRecord> stream;  ///< kernels, collectives and the gaps between them, every stream, by start time
   std::vector<OpRecord> host;    ///< synchronisations on the host
   Tick end = 0;                  ///< when the last op finished
   bool finished = false;         ///< the whole op list ran
@@ -68,7 +71,10 @@ class Node : public sc_core::sc_module {
   std::uint64_t fabric_transactions() const;
 
  private:
-  void gpu_thread(int g);
+  struct GpuRun;  // per-GPU execution state shared by its host and stream threads
+  void host_thread(int g);
+  void stream_thread(int g, int stream);
+  void execute(int g, const Op& op, OpRecord& r);
 
   SystemConfig sys_;
   ModelConfig model_;
@@ -82,6 +88,7 @@ class Node : public sc_core::sc_module {
   std::vector<std::unique_ptr<NvlinkPort>> down_;
   std::unique_ptr<Collectives> collectives_;
   std::vector<GpuRecord> records_;
+  std::vector<std::unique_ptr<GpuRun>> runs_;
 };
 
 }  // namespace moehub

@@ -16,6 +16,8 @@ namespace {
 
 double us(Tick t) { return ticks_to_us(t); }
 
+constexpr int kHostTid = 99;  ///< timeline thread of a GPU's host
+
 // Fixed-format number for the hand-written timeline (deterministic, compact).
 std::string fmt(double v, int digits = 3) {
   char buf[64];
@@ -90,13 +92,23 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
     gj["gpu"] = g;
     gj["tokens"] = routing.tokens_per_gpu[g];
     gj["layer_time_us"] = us(recs[g].end);
+    // the breakdown follows the compute stream (0), which covers the layer up
+    // to its last op; whatever runs after that on other streams is charged to
+    // the phase of the op that finished last
     std::map<std::string, double> breakdown;
     J phases = J::array();
+    Tick stream0_end = 0;
+    const OpRecord* last = nullptr;
     for (const auto& r : recs[g].stream) {
-      phases.push_back({{"name", r.name}, {"phase", r.phase}, {"kind", r.kind},
+      phases.push_back({{"name", r.name}, {"phase", r.phase}, {"kind", r.kind}, {"stream", r.stream},
                         {"start_us", us(r.start)}, {"end_us", us(r.end)}});
-      breakdown[r.phase] += us(r.end - r.start);
+      if (r.stream == 0) {
+        breakdown[r.phase] += us(r.end - r.start);
+        stream0_end = std::max(stream0_end, r.end);
+      }
+      if (!last || r.end >= last->end) last = &r;
     }
+    if (last && recs[g].end > stream0_end) breakdown[last->phase] += us(recs[g].end - stream0_end);
     gj["phases"] = phases;
     J bj;
     for (const auto& [k, v] : breakdown) bj[k] = v;
@@ -162,20 +174,25 @@ std::string make_timeline(const Node& node, const RunRequest& req) {
   for (std::size_t g = 0; g < recs.size(); ++g) {
     sep();
     o << R"({"ph":"M","name":"process_name","pid":)" << g << R"(,"args":{"name":"GPU )" << g << "\"}}";
+    int streams = 1;
+    for (const auto& r : recs[g].stream) streams = std::max(streams, r.stream + 1);
+    for (int st = 0; st < streams; ++st) {
+      sep();
+      o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":)" << 1 + st << R"(,"args":{"name":")"
+        << (st == 0 ? "stream 0 (compute)" : "stream " + std::to_string(st) + " (communication)") << "\"}}";
+    }
     sep();
-    o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":1,"args":{"name":"stream"}})";
-    sep();
-    o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":2,"args":{"name":"host"}})";
+    o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":)" << kHostTid << R"(,"args":{"name":"host"}})";
     for (const auto& r : recs[g].stream) {
       sep();
-      o << R"({"ph":"X","pid":)" << g << R"(,"tid":1,"name":")" << json_escape(r.name) << R"(","cat":")"
+      o << R"({"ph":"X","pid":)" << g << R"(,"tid":)" << 1 + r.stream << R"(,"name":")" << json_escape(r.name) << R"(","cat":")"
         << json_escape(r.phase) << R"(","ts":)" << fmt(us(r.start)) << R"(,"dur":)" << fmt(us(r.end - r.start))
         << R"(,"args":{"kind":")" << r.kind << R"(","bytes":)" << fmt(r.bytes, 0) << R"(,"flops":)"
         << fmt(r.flops, 0) << "}}";
     }
     for (const auto& r : recs[g].host) {
       sep();
-      o << R"({"ph":"X","pid":)" << g << R"(,"tid":2,"name":")" << json_escape(r.name) << R"(","cat":")"
+      o << R"({"ph":"X","pid":)" << g << R"(,"tid":)" << kHostTid << R"(,"name":")" << json_escape(r.name) << R"(","cat":")"
         << json_escape(r.phase) << R"(","ts":)" << fmt(us(r.start)) << R"(,"dur":)" << fmt(us(r.end - r.start))
         << "}";
     }

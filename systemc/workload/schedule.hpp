@@ -43,6 +43,12 @@ struct Op {
   std::vector<GemmShape> gemms;   ///< kGemm: one shape per group
   double bytes = 0;               ///< kMemory: bytes read + written
   int collective = -1;            ///< kAllToAll: index into Schedule::collectives
+  /// The GPU stream the op runs on (0: compute; 1: a copy/communication
+  /// stream that overlaps with it). Ops of one stream run in list order.
+  int stream = 0;
+  /// Ops of the same GPU (indices into its list) that must have finished
+  /// before this one starts, as CUDA events between streams express it.
+  std::vector<int> after;
 };
 
 /// One all-to-all: which rows go from every GPU to every other.
