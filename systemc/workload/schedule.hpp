@@ -85,6 +85,11 @@ Schedule build_ideal(const ModelConfig& model, const Routing& routing,
 Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
                            const ExpertPlacement& placement, const ScheduleOptions& opt);
 
+/// Ring execution (RelayMoE), forward and backward: expert routing
+/// (`token_routing` false) or token routing (true). See ring.cpp.
+Schedule build_ring(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                    const ScheduleOptions& opt, bool token_routing);
+
 /// Names accepted by build_schedule.
 std::vector<std::string> schedule_names();
 /// Builds the named schedule; throws std::invalid_argument for an unknown name.

@@ -108,6 +108,33 @@ TEST(Cli, SameSeedGivesByteIdenticalResults) {
   EXPECT_NE(ra, slurp(c / "results.json"));
 }
 
+// The ring schedules run end to end, pass their self-checks, and overlap:
+// the layer takes less than its compute plus its transfers.
+TEST(Cli, RingSchedulesOverlapTransfersWithCompute) {
+  for (const char* sched : {"ring-expert", "ring-token"}) {
+    SCOPED_TRACE(sched);
+    const fs::path d = temp_dir(sched);
+    const Result r = run(std::string("--quiet --no-timeline --granularity row --model qwen3-30b-a3b --tokens 4096 "
+                                     "--schedule ") + sched + " --out-dir " + d.string(), d);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+    EXPECT_TRUE(j["checks"]["passed"].get<bool>());
+    const auto& g0 = j["gpus"][0];
+    double compute = 0, transfer = 0;
+    bool second_stream = false;
+    for (const auto& p : g0["phases"]) {
+      const double dur = p["end_us"].get<double>() - p["start_us"].get<double>();
+      if (p["kind"] == "all_to_all") transfer += dur;
+      if (p["kind"] == "gemm" || p["kind"] == "memory") compute += dur;
+      second_stream = second_stream || p["stream"].get<int>() == 1;
+    }
+    EXPECT_TRUE(second_stream);
+    EXPECT_GT(transfer, 0.0);
+    EXPECT_LT(g0["layer_time_us"].get<double>(), compute + transfer);
+    EXPECT_GT(j["totals"]["fabric_payload_bytes_sent"].get<double>(), 0.0);
+  }
+}
+
 TEST(Cli, IdealIsFasterThanMegatron) {
   const fs::path a = temp_dir("meg"), b = temp_dir("ideal");
   ASSERT_EQ(run(kSmall + "--no-timeline --out-dir " + a.string(), a).status, 0);

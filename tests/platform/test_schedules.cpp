@@ -128,8 +128,56 @@ TEST(Schedules, IdealHasNoCommunication) {
 TEST(Schedules, UnknownNameIsRejected) {
   const Workload s = make("mixtral-8x7b", 64, 8, 0.0);
   EXPECT_THROW(build_schedule("fastest", s.model, s.routing, s.placement, {}), std::invalid_argument);
-  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"megatron", "ideal", "a2a-uniform"}));
+  EXPECT_EQ(schedule_names(),
+            (std::vector<std::string>{"megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token"}));
 }
+
+// Over one pass, a ring computes every token-expert pair exactly once, and its
+// transfers follow the ring with the hop structure of ring.cpp.
+void check_ring(bool token_routing) {
+  const Workload s = make("qwen1.5-moe-a2.7b", 999, 4, 0.02);  // 60 experts on 4 GPUs, uneven tokens
+  const Schedule r = build_ring(s.model, s.routing, s.placement, {}, token_routing);
+  // transfers: forward N-1 (+1 trailing accumulators, token routing: N+1), backward N+1
+  EXPECT_EQ(r.collectives.size(), token_routing ? 10u : 8u);
+  for (const auto& c : r.collectives) {
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t d = 0; d < 4; ++d) {
+        if (d != (g + 1) % 4) {
+          EXPECT_TRUE(c.rows[g][d].empty()) << c.name;  // only to the next GPU
+        }
+      }
+    }
+  }
+  std::int64_t fwd_rows = 0, bwd_rows = 0;
+  for (std::size_t g = 0; g < 4; ++g) {
+    const auto& ops = r.ops[g];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      for (const int d : op.after) EXPECT_LT(static_cast<std::size_t>(d), i);
+      if (op.kind == OpKind::kAllToAll) {
+        EXPECT_EQ(op.stream, 1);
+      }
+      if (op.kind == OpKind::kGemm) {
+        EXPECT_EQ(op.stream, 0);
+      }
+      const bool g1 = op.name.find("gemm1") != std::string::npos;
+      for (const auto& gs : op.gemms) {
+        if (g1 && op.name.rfind("fwd", 0) == 0) fwd_rows += gs.m;
+        if (g1 && op.name.rfind("bwd", 0) == 0) bwd_rows += gs.m;
+      }
+      // a hop's first kernel after hop 0 waits for a transfer
+      if (op.name.find("gather") != std::string::npos && op.name.find("hop 0 ") == std::string::npos) {
+        ASSERT_EQ(op.after.size(), 1u) << op.name;
+        EXPECT_EQ(ops[static_cast<std::size_t>(op.after[0])].kind, OpKind::kAllToAll);
+      }
+    }
+  }
+  EXPECT_EQ(fwd_rows, 999 * s.model.top_k);
+  EXPECT_EQ(bwd_rows, 999 * s.model.top_k);
+}
+
+TEST(Schedules, RingExpertComputesEveryPairOnce) { check_ring(false); }
+TEST(Schedules, RingTokenComputesEveryPairOnce) { check_ring(true); }
 
 TEST(Schedules, UniformAllToAllSplitsEvenly) {
   const Workload s = make("qwen3-30b-a3b", 1001, 4, 0.0);  // 251, 250, 250, 250 tokens
