@@ -31,15 +31,6 @@ namespace {
 
 constexpr std::uint32_t kChunkBytes = 64 * 1024;  // transfer rows: 64 KiB chunks of a flat buffer
 
-Op gemm(const std::string& name, const std::string& phase, std::vector<GemmShape> g) {
-  Op op;
-  op.kind = OpKind::kGemm;
-  op.name = name;
-  op.phase = phase;
-  op.gemms = std::move(g);
-  return op;
-}
-
 }  // namespace
 
 Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions&,
@@ -140,18 +131,18 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         const std::size_t first = ops.size();
         ops.push_back(memory_op(tag + " gather", "ring_compute", m_rows * Hd * b * (backward ? 4 : 2)));
         if (!backward) {
-          ops.push_back(gemm(tag + " gemm1", "ring_compute", g1));
+          ops.push_back(gemm_op(tag + " gemm1", "ring_compute", g1));
           ops.push_back(memory_op(tag + " swiglu", "ring_compute", m_rows * 3.0 * Fd * b));
-          ops.push_back(gemm(tag + " gemm2", "ring_compute", g2));
+          ops.push_back(gemm_op(tag + " gemm2", "ring_compute", g2));
           ops.push_back(memory_op(tag + " scatter-add", "ring_compute", m_rows * Hd * (b + 8.0)));
         } else {
-          ops.push_back(gemm(tag + " recompute gemm1", "ring_compute", g1));
+          ops.push_back(gemm_op(tag + " recompute gemm1", "ring_compute", g1));
           ops.push_back(memory_op(tag + " recompute swiglu", "ring_compute", m_rows * 3.0 * Fd * b));
-          ops.push_back(gemm(tag + " dact", "ring_compute", dh));
-          ops.push_back(gemm(tag + " dWd", "ring_compute", dwd));
+          ops.push_back(gemm_op(tag + " dact", "ring_compute", dh));
+          ops.push_back(gemm_op(tag + " dWd", "ring_compute", dwd));
           ops.push_back(memory_op(tag + " swiglu backward", "ring_compute", m_rows * 6.0 * Fd * b));
-          ops.push_back(gemm(tag + " dWgu", "ring_compute", dwgu));
-          ops.push_back(gemm(tag + " dx", "ring_compute", dx));
+          ops.push_back(gemm_op(tag + " dWgu", "ring_compute", dwgu));
+          ops.push_back(gemm_op(tag + " dx", "ring_compute", dx));
           ops.push_back(memory_op(tag + " scatter-add dx", "ring_compute", m_rows * Hd * (b + 8.0)));
         }
         // the hop's first kernel waits for the transfer that brought its partition

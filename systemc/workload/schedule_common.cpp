@@ -119,16 +119,14 @@ Schedule repeated_collective(const std::string& name, const AllToAll& a, int rep
   return s;
 }
 
-namespace {
-Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> g) {
+Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> groups) {
   Op op;
   op.kind = OpKind::kGemm;
   op.name = name;
   op.phase = phase;
-  op.gemms = std::move(g);
+  op.gemms = std::move(groups);
   return op;
 }
-}  // namespace
 
 void append_routing_ops(std::vector<Op>& ops, const ModelConfig& m, std::int64_t tokens) {
   const auto T = static_cast<double>(tokens);

@@ -31,6 +31,8 @@ void append_expert_ops(std::vector<Op>& ops, const ModelConfig& m,
 void append_shared_expert_ops(std::vector<Op>& ops, const ModelConfig& m, std::int64_t tokens);
 
 Op memory_op(const std::string& name, const std::string& phase, double bytes);
+/// A grouped GEMM op (one shape per group).
+Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> groups);
 
 /// An all-to-all in which GPU s sends counts[s][d] rows to GPU d (row ids
 /// numbered in (s, d) order).
