@@ -57,34 +57,18 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
     // permute: routing map to per-expert indices, then gather each token k times
     ops.push_back(memory_op("permute_indices", "permute", Td * k * 12));
     ops.push_back(memory_op("permute", "permute", Td * k * H * b * 2));
-    Op counts;
-    counts.kind = OpKind::kAllToAll;
-    counts.name = "count_exchange";
-    counts.phase = "count_exchange";
-    counts.collective = kCounts;
-    counts.collective_setup = true;
-    ops.push_back(counts);
+    ops.push_back(collective_op("count_exchange", "count_exchange", kCounts));
     Op sync;
     sync.kind = OpKind::kHostSync;
     sync.name = "count_sync";
     sync.phase = "count_exchange";
     sync.launch = false;
     ops.push_back(sync);
-    Op dispatch;
-    dispatch.kind = OpKind::kAllToAll;
-    dispatch.name = "dispatch";
-    dispatch.phase = "dispatch";
-    dispatch.collective = kDispatch;
-    dispatch.collective_setup = true;
-    ops.push_back(dispatch);
+    ops.push_back(collective_op("dispatch", "dispatch", kDispatch));
     ops.push_back(memory_op("sort_chunks", "dispatch", received * H * b * 2));
     append_expert_ops(ops, m, local_rows[g]);
     ops.push_back(memory_op("unsort_chunks", "combine", received * H * b * 2));
-    Op combine = dispatch;
-    combine.name = "combine";
-    combine.phase = "combine";
-    combine.collective = kCombine;
-    ops.push_back(combine);
+    ops.push_back(collective_op("combine", "combine", kCombine));
     // unpermute: read the k expert outputs of each token and the gate weights, write the weighted sum
     ops.push_back(memory_op("unpermute", "unpermute", Td * k * H * b + Td * H * b + Td * k * 4));
     append_shared_expert_ops(ops, m, T);

@@ -97,13 +97,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         s.collectives.push_back(all_to_all_from_counts(pass + "_hop" + std::to_string(h) + "_transfer", counts,
                                                        kChunkBytes, 8));
         for (std::size_t g = 0; g < G; ++g) {
-          Op x;
-          x.kind = OpKind::kAllToAll;
-          x.name = pass + " hop " + std::to_string(h) + " transfer";
-          x.phase = "ring_transfer";
-          x.collective = c;
-          x.collective_setup = true;
-          x.stream = 1;
+          Op x = collective_op(pass + " hop " + std::to_string(h) + " transfer", "ring_transfer", c, 1);
           if (last_c[g] >= 0) x.after.push_back(last_c[g]);
           last_x[g] = static_cast<int>(s.ops[g].size());
           s.ops[g].push_back(x);

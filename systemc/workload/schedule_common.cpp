@@ -95,11 +95,7 @@ Schedule single_collective(const std::string& name, AllToAll a, bool host_costs)
   const std::size_t G = a.rows.size();
   Schedule s;
   s.name = name;
-  Op op;
-  op.kind = OpKind::kAllToAll;
-  op.name = a.name;
-  op.phase = a.name;
-  op.collective = 0;
+  Op op = collective_op(a.name, a.name, 0);
   op.launch = host_costs;
   op.collective_setup = host_costs;
   s.collectives.push_back(std::move(a));
@@ -117,6 +113,17 @@ Schedule repeated_collective(const std::string& name, const AllToAll& a, int rep
     for (auto& ops : s.ops) ops.push_back(op);
   }
   return s;
+}
+
+Op collective_op(const std::string& name, const std::string& phase, int collective, int stream) {
+  Op op;
+  op.kind = OpKind::kAllToAll;
+  op.name = name;
+  op.phase = phase;
+  op.collective = collective;
+  op.collective_setup = true;
+  op.stream = stream;
+  return op;
 }
 
 Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> groups) {

@@ -31,6 +31,9 @@ void append_expert_ops(std::vector<Op>& ops, const ModelConfig& m,
 void append_shared_expert_ops(std::vector<Op>& ops, const ModelConfig& m, std::int64_t tokens);
 
 Op memory_op(const std::string& name, const std::string& phase, double bytes);
+/// An op that takes part in collective `collective`, launched as a collective
+/// (kernel launch plus collective setup on the host).
+Op collective_op(const std::string& name, const std::string& phase, int collective, int stream = 0);
 /// A grouped GEMM op (one shape per group).
 Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> groups);
 
