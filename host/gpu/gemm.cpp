@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "cuda_check.hpp"
+#include "grouped_gemm.hpp"
 #include "moe_kernels.hpp"
 
 namespace moehub::gpu {
@@ -12,6 +13,7 @@ const char* to_string(GemmImpl i) {
     case GemmImpl::kLoop: return "loop";
     case GemmImpl::kStreams: return "streams";
     case GemmImpl::kGrouped: return "grouped";
+    case GemmImpl::kWgmma: return "wgmma";
     case GemmImpl::kAuto: return "auto";
   }
   return "?";
@@ -21,8 +23,9 @@ GemmImpl parse_gemm_impl(const std::string& s) {
   if (s == "loop") return GemmImpl::kLoop;
   if (s == "streams") return GemmImpl::kStreams;
   if (s == "grouped") return GemmImpl::kGrouped;
+  if (s == "wgmma") return GemmImpl::kWgmma;
   if (s == "auto") return GemmImpl::kAuto;
-  throw std::invalid_argument("--gemm must be one of loop, streams, grouped, auto (got '" + s + "')");
+  throw std::invalid_argument("--gemm must be one of loop, streams, grouped, wgmma, auto (got '" + s + "')");
 }
 
 GemmRunner::GemmRunner(cudaStream_t stream, int side_streams) : stream_(stream) {
@@ -69,7 +72,47 @@ void GemmRunner::one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g) {
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// The wgmma kernel's contract (kernels/grouped_gemm.hpp): one A, B and C base with the
+// groups packed in order. Checked on the caller's pointers, so a call that is laid out
+// otherwise simply runs on cuBLAS.
+bool GemmRunner::try_wgmma(const GemmCall& c) {
+  wgmma_refusal_.clear();
+  if (c.trans_a || c.c_fp32 || c.beta != 0.f) {
+    wgmma_refusal_ = "transposed A, fp32 C or beta != 0";
+    return false;
+  }
+  const GemmGroup& g0 = c.groups.front();
+  kernels::GroupedGemmArgs args;
+  args.a = g0.a;
+  args.b = g0.b;
+  args.c = g0.c;
+  args.n = g0.n;
+  args.k = g0.k;
+  args.b_nk = c.trans_b;
+  std::int64_t row = 0;
+  for (std::size_t i = 0; i < c.groups.size(); ++i) {
+    const GemmGroup& g = c.groups[i];
+    const auto* a = static_cast<const std::uint16_t*>(g0.a) + row * g0.k;
+    const auto* b = static_cast<const std::uint16_t*>(g0.b) + static_cast<std::int64_t>(i) * g0.k * g0.n;
+    auto* cc = static_cast<std::uint16_t*>(g0.c) + row * g0.n;
+    if (g.n != g0.n || g.k != g0.k || g.a != a || g.b != b || g.c != cc) {
+      wgmma_refusal_ = "groups not packed";
+      return false;
+    }
+    args.rows.push_back(g.m);
+    row += g.m;
+  }
+  wgmma_refusal_ = kernels::grouped_gemm_unsupported(args);
+  if (!wgmma_refusal_.empty()) return false;
+  MOEHUB_CUDA_CHECK(kernels::grouped_gemm_bf16(args, stream_));
+  return true;
+}
+
 void GemmRunner::run(const GemmCall& c, GemmImpl impl) {
+  if ((impl == GemmImpl::kWgmma || impl == GemmImpl::kAuto) && !c.groups.empty() && c.groups.front().k > 0) {
+    if (try_wgmma(c)) return;
+    if (impl == GemmImpl::kWgmma) impl = GemmImpl::kStreams;
+  }
   // Degenerate groups: nothing to compute, but C = 0 when K = 0 and beta = 0.
   std::vector<GemmGroup> work;
   for (const GemmGroup& g : c.groups) {

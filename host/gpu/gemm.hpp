@@ -1,12 +1,17 @@
 // Grouped bf16 GEMMs (fp32 accumulation) for the expert layers, row-major:
 //   C[M][N] = op(A)[M][K] * op(B)[K][N] (+ beta * C)
 // op(A) is A ([M][K]) or A^T (A stored [K][M]); op(B) likewise. C is bf16 or fp32.
-// Three implementations of one group list, chosen per call:
+// Four implementations of one group list, chosen per call:
 //   kLoop    one cublasGemmEx per group on the caller's stream
 //   kStreams one cublasGemmEx per group, round-robin over side streams (fork/join by events)
 //   kGrouped one cublasGemmGroupedBatchedEx call (pointer tables filled on the device)
-//   kAuto    kLoop for at most kAutoLoopMaxGroups groups (each GEMM fills the GPU), else
-//            kStreams: the choice bench-gemm measured fastest on the H200 (docs/results/gpu-h200.md)
+//   kWgmma   our persistent Hopper kernel (kernels/grouped_gemm.hpp) for calls of its
+//            shape: bf16 C, beta 0, A not transposed, the groups' A and C rows packed one
+//            after the other and their B matrices k*n elements apart; other calls (the
+//            weight gradients, a non-sm_90 device) run as kStreams
+//   kAuto    kWgmma where it applies; otherwise kLoop for at most kAutoLoopMaxGroups groups
+//            (each GEMM fills the GPU), else kStreams: the choices bench-gemm measured
+//            fastest on the H200 (docs/results/gpu-h200.md)
 #pragma once
 
 #include <cublas_v2.h>
@@ -18,11 +23,11 @@
 
 namespace moehub::gpu {
 
-enum class GemmImpl { kLoop, kStreams, kGrouped, kAuto };
+enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
 constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
-GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "auto"; throws std::invalid_argument
+GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "wgmma" | "auto"; throws std::invalid_argument
 
 struct GemmGroup {
   const void* a;
@@ -49,9 +54,12 @@ class GemmRunner {
   cudaStream_t stream() const { return stream_; }
   /// True when the last kGrouped call fell back to kLoop (cuBLAS refused the types).
   bool grouped_fallback() const { return grouped_fallback_; }
+  /// Why the last kWgmma/kAuto call did not use the wgmma kernel (empty when it did).
+  const std::string& wgmma_refusal() const { return wgmma_refusal_; }
 
  private:
   void one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g);
+  bool try_wgmma(const GemmCall& c);
   cudaStream_t stream_;
   cublasHandle_t handle_{};
   std::vector<cudaStream_t> side_;
@@ -60,6 +68,7 @@ class GemmRunner {
   cudaEvent_t fork_{};
   void* tables_ = nullptr;  // device: 3 pointer tables
   bool grouped_fallback_ = false;
+  std::string wgmma_refusal_;
 };
 
 }  // namespace moehub::gpu

@@ -193,13 +193,15 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   struct Variant { const char* name; GemmImpl impl; int streams; };
   const Variant variants[] = {{"loop", GemmImpl::kLoop, 8},        {"streams4", GemmImpl::kStreams, 4},
                               {"streams8", GemmImpl::kStreams, 8}, {"streams16", GemmImpl::kStreams, 16},
-                              {"grouped", GemmImpl::kGrouped, 8},  {"auto", GemmImpl::kAuto, kAutoStreams}};
+                              {"grouped", GemmImpl::kGrouped, 8},  {"wgmma", GemmImpl::kWgmma, 8},
+                              {"auto", GemmImpl::kAuto, kAutoStreams}};
   for (const Variant& v : variants) {
     GemmRunner gv(s, v.streams);
     const double t1 = time_us(s, 5, 20, [&] { gv.run(gu, v.impl); });
     const double t2 = time_us(s, 5, 20, [&] { gv.run(dn, v.impl); });
     std::string name = v.name;
     if (v.impl == GemmImpl::kGrouped && gv.grouped_fallback()) name += "(fallback-loop)";
+    if (v.impl == GemmImpl::kWgmma && !gv.wgmma_refusal().empty()) name += "(fallback-streams)";
     out.push_back({M, 2LL * F, H, static_cast<int>(G), name, t1, flops_gu / t1 * 1e-6});
     out.push_back({M, H, F, static_cast<int>(G), name, t2, flops_dn / t2 * 1e-6});
     if (print)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm, memory, hop, run, tests. Each stage has a time limit; a failing stage does not stop
+# gemm-test, gemm, memory, hop, run, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -35,6 +35,9 @@ for s in "$@"; do
     sanitize)
       stage memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" check --ep 1,2 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2
       stage racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
+    gemm-test)  # the wgmma grouped GEMM against cuBLAS, and its instructions in the SASS
+      stage gemm_test 300 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.*:GpuLayer.*'
+      stage gemm_sass 60 bash -c "cuobjdump -sass build/gpu/kernels/libmoehub_grouped_gemm.a | grep -oE 'HGMMA[.A-Z0-9x]*|UTMALDG[.A-Z0-9]*|USETMAXREG[.A-Z0-9]*' | sort | uniq -c" ;;
     gemm)
       stage bench_gemm 200 "$BIN" bench-gemm
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;

@@ -1,0 +1,50 @@
+// Grouped bf16 GEMM for the expert layers on Hopper (sm_90a): one persistent kernel
+// computes, for every group g (an expert),
+//
+//   C_g[m_g][n] = A_g[m_g][k] * op(B_g)        (fp32 accumulation, bf16 out, row-major)
+//
+// where the groups' rows are packed one after the other (A_g starts at row
+// row_start(g) of A, C_g likewise) and B_g = B + g * k * n is [k][n] (b_nk = false) or
+// [n][k] (b_nk = true, op = transpose). All groups share n and k; m_g may differ and
+// may be 0. This is the shape of every expert GEMM of the layer except the weight
+// gradients: forward gate+up (X Wgu) and down (A Wd), backward dX = dGU Wgu^T and
+// dA = dY Wd^T.
+//
+// Design: tiles of 128 x 256 outputs over 64-wide K blocks; the bulk tensor copy engine
+// (TMA, 128-byte swizzle) fills a 4-stage shared-memory ring guarded by mbarriers; one
+// producer warp issues the copies, two consumer warpgroups each run wgmma m64n256k16
+// on half of the tile's rows and write their bf16 results straight from registers
+// (rows past m_g and columns past n are masked). The grid is persistent (one block per
+// multiprocessor) and walks a flat list of all groups' tiles, so the small per-expert
+// GEMMs of fine-grained MoE models fill the GPU together rather than one at a time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moehub::kernels {
+
+constexpr int kGroupedGemmMaxGroups = 256;
+
+struct GroupedGemmArgs {
+  const void* a = nullptr;  ///< bf16 [sum m_g][k]
+  const void* b = nullptr;  ///< bf16, group g at element offset g * k * n
+  void* c = nullptr;        ///< bf16 [sum m_g][n]
+  std::int64_t n = 0, k = 0;
+  bool b_nk = false;              ///< B_g stored [n][k] (used transposed)
+  std::vector<std::int64_t> rows;  ///< m_g per group
+};
+
+/// Empty when grouped_gemm_bf16 can run `args` on the current device; otherwise the
+/// reason (device not sm_90, too many groups, n or k not a multiple of 8, a pointer not
+/// 16-byte aligned, sizes past 32-bit tile coordinates).
+std::string grouped_gemm_unsupported(const GroupedGemmArgs& args);
+
+/// Enqueues the grouped GEMM on `stream`. Precondition: grouped_gemm_unsupported(args)
+/// is empty. Returns the launch status.
+cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& args, cudaStream_t stream);
+
+}  // namespace moehub::kernels
