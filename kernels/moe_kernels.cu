@@ -236,6 +236,36 @@ __global__ void scatter_add_kernel(const bf16_t* y, const std::int32_t* pair_src
   }
 }
 
+// As scatter_add_kernel into bf16 rows: 4 values per 64-bit compare-and-swap; each add
+// is done in fp32 on the current bf16 values and rounded once.
+__global__ void scatter_add_bf16_kernel(const bf16_t* y, const std::int32_t* pair_src, int top_k,
+                                        const float* w_by_src, std::int64_t rows, int hidden,
+                                        bf16_t* out) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const std::int32_t src = pair_src[r];
+    const float w = w_by_src ? w_by_src[src] : 1.0f;
+    bf16_t* o = out + static_cast<std::int64_t>(src / top_k) * hidden;
+    for (int i = threadIdx.x * 4; i < hidden; i += blockDim.x * 4) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(y + r * hidden + i);
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      const float2 p0 = __bfloat1622float2(h[0]), p1 = __bfloat1622float2(h[1]);
+      const float add[4] = {w * p0.x, w * p0.y, w * p1.x, w * p1.y};
+      auto* addr = reinterpret_cast<unsigned long long*>(o + i);
+      unsigned long long old = *addr, assumed;
+      do {
+        assumed = old;
+        const auto* cur = reinterpret_cast<const __nv_bfloat162*>(&assumed);
+        const float2 c0 = __bfloat1622float2(cur[0]), c1 = __bfloat1622float2(cur[1]);
+        unsigned long long next;
+        auto* nx = reinterpret_cast<__nv_bfloat162*>(&next);
+        nx[0] = __floats2bfloat162_rn(c0.x + add[0], c0.y + add[1]);
+        nx[1] = __floats2bfloat162_rn(c1.x + add[2], c1.y + add[3]);
+        old = atomicCAS(addr, assumed, next);
+      } while (old != assumed);
+    }
+  }
+}
+
 __global__ void unpermute_kernel(const bf16_t* y, const std::int32_t* pair_pos, const float* w,
                                  std::int64_t tokens, int top_k, int hidden, bf16_t* ob, float* of) {
   for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
@@ -387,6 +417,16 @@ cudaError_t scatter_add_rows(const bf16_t* y, const std::int32_t* pair_src, int 
   if (rows == 0) return cudaSuccess;
   scatter_add_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(y, pair_src, top_k, weight_by_src,
                                                                      rows, hidden, out);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_add_rows_bf16(const bf16_t* y, const std::int32_t* pair_src, int top_k,
+                                  const float* weight_by_src, std::int64_t rows, int hidden,
+                                  bf16_t* out, cudaStream_t stream) {
+  if (hidden % 8) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  scatter_add_bf16_kernel<<<grid_for(rows, 1, 1 << 20), 256, 0, stream>>>(y, pair_src, top_k, weight_by_src,
+                                                                          rows, hidden, out);
   return cudaGetLastError();
 }
 

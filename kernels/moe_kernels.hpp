@@ -69,6 +69,13 @@ cudaError_t scatter_add_rows(const bf16_t* y, const std::int32_t* pair_src, int 
                              const float* weight_by_src, std::int64_t rows, int hidden,
                              float* out, cudaStream_t stream);
 
+/// As scatter_add_rows into bf16 rows: out[t][:] = bf16(float(out[t][:]) + w * y[i][:]),
+/// fp32 arithmetic and one rounding per add (64-bit compare-and-swap over 4 values; the
+/// order of adds into one row is unspecified). `out` is not zeroed here.
+cudaError_t scatter_add_rows_bf16(const bf16_t* y, const std::int32_t* pair_src, int top_k,
+                                  const float* weight_by_src, std::int64_t rows, int hidden,
+                                  bf16_t* out, cudaStream_t stream);
+
 /// Deterministic unpermute: out[t][:] = sum_j w[t*k+j] * y[pair_pos[t*k+j]][:], with
 /// w = 1 when weights is null. Writes bf16 (out_bf16) or fp32 (out_f32), whichever is non-null.
 cudaError_t unpermute_sum(const bf16_t* y, const std::int32_t* pair_pos, const float* weights,

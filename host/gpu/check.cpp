@@ -78,6 +78,10 @@ int cmd_check(const Args& a) {
   const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
   const auto routings = a.str_list("routing", "uniform,skewed", {"uniform", "skewed"});
   const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  // ring variants: every ring schedule runs with each accumulator type and hop chunk limit
+  // (the defaults add bf16 accumulators and chunks below one hop's and one expert's rows)
+  const auto accums = a.str_list("ring-accum", "fp32,bf16", {"fp32", "bf16"});
+  const auto chunks = a.int_list("hop-chunk-rows", "0,8,40", 0, 1LL << 30);
   const double tol = 1e-2;
   std::unique_ptr<Transport> nccl;
   if (tname == "nccl") {  // one EP: the number of processes
@@ -111,6 +115,14 @@ int cmd_check(const Args& a) {
   std::printf("check: seed %llu (rerun with --seed %llu), tolerance %.0e, gemm %s, transport %s%s\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), tol, to_string(impl),
               tname.c_str(), nccl ? (", rank " + std::to_string(me)).c_str() : "");
+  {
+    std::string al, cl;
+    for (const auto& x : accums) al += (al.empty() ? "" : ",") + x;
+    for (auto x : chunks) cl += (cl.empty() ? "" : ",") + std::to_string(x);
+    std::printf("check: ring schedules with accumulators %s x hop chunk rows %s (0 = whole hop); a ring case "
+                "other than fp32 / 0 is named schedule/accumulators/c<rows>\n",
+                al.c_str(), cl.c_str());
+  }
   int failures = 0, cases = 0;
   for (std::int64_t ep : eps) {
     for (const std::string& routing : routings) {
@@ -151,9 +163,38 @@ int cmd_check(const Args& a) {
       // float64 reference router over all ranks' tokens
       ref::LayerShape all{static_cast<std::int64_t>(N * T), c.hidden, c.ffn, c.experts, c.top_k};
       const ref::RouterOutput rr = ref::router_forward(all, g.x, g.w_router);
-      for (const std::string& sname : scheds) {
-        const Schedule s = parse_schedule(sname);
+      struct Variant {
+        std::string label;
+        Schedule s;
+        RingAccum accum;
+        std::int64_t chunk;
+      };
+      std::vector<Variant> variants;
+      for (const std::string& sn : scheds) {
+        const Schedule s = parse_schedule(sn);
+        if (s == Schedule::kA2A) {
+          variants.push_back({sn, s, RingAccum::kFp32, 0});
+          continue;
+        }
+        for (const std::string& an : accums) {
+          for (std::int64_t ch : chunks) {
+            const bool plain = an == "fp32" && ch == 0;
+            variants.push_back({plain ? sn : sn + "/" + an + "/c" + std::to_string(ch), s, parse_ring_accum(an), ch});
+          }
+        }
+      }
+      // the float64 expert reference depends only on the routing the GPU chose: computed
+      // once per routing seen
+      std::vector<std::int32_t> cached_ids;
+      std::vector<float> cached_tw;
+      bool have_ref = false;
+      ref::ExpertGrads rg;
+      std::vector<double> ref_out, ref_dlog;
+      for (const Variant& var : variants) {
+        const std::string& sname = var.label;
+        const Schedule s = var.s;
         ++cases;
+        layer.set_ring_options(var.accum, var.chunk);
         layer.allocate_outputs();
         layer.run(s);
         layer.synchronize();
@@ -199,9 +240,10 @@ int cmd_check(const Args& a) {
         // this process's ranks: GPU results and the matching slices of the reference
         std::vector<double> probs, probs_ref, tw, tw_ref, out, dx, dtw, dlog, dwg, dwu, dwd;
         std::vector<double> out_ref, dx_ref, dtw_ref, dlog_ref, dwg_ref, dwu_ref, dwd_ref;
-        ref::ExpertGrads rg;
-        std::vector<double> ref_out, ref_dlog;
-        if (ids_ok) {
+        if (ids_ok && !(have_ref && ids == cached_ids && twf == cached_tw)) {
+          have_ref = true;
+          cached_ids = ids;
+          cached_tw = twf;
           ref_out = ref::experts_forward(all, g.x, ids, tw_all, g.w);
           rg = ref::experts_backward(all, g.x, ids, tw_all, g.w, g.d_out);
           // router backward on the GPU's routing; only the probabilities are not needed by it

@@ -20,23 +20,24 @@ float* dwgu(float* w, const Dims& d, std::int64_t e) { return w + e * d.H * 2 * 
 float* dwd(float* w, const Dims& d, std::int64_t e) { return w + 2 * d.El * d.H * d.F + e * d.F * d.H; }
 
 void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
-                    const bf16_t* X, const bf16_t* W, bf16_t* GU) {
+                    const bf16_t* X, const bf16_t* W, bf16_t* GU, std::int64_t e0) {
   GemmCall c;
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({X + off * d.H, wgu(W, d, static_cast<std::int64_t>(i)), GU + off * 2 * d.F, rows[i], 2 * d.F, d.H});
+    c.groups.push_back({X + off * d.H, wgu(W, d, e0 + static_cast<std::int64_t>(i)), GU + off * 2 * d.F, rows[i], 2 * d.F, d.H});
     off += rows[i];
   }
   g.run(c, impl);
 }
 
 void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
-                    const bf16_t* X, const bf16_t* W, bf16_t* GU, bf16_t* A, bf16_t* Y, cudaStream_t s) {
-  expert_gate_up(g, impl, d, rows, X, W, GU);
+                    const bf16_t* X, const bf16_t* W, bf16_t* GU, bf16_t* A, bf16_t* Y, cudaStream_t s,
+                    std::int64_t e0) {
+  expert_gate_up(g, impl, d, rows, X, W, GU, e0);
   std::int64_t total = 0;
   GemmCall dn;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    dn.groups.push_back({A + total * d.F, wd(W, d, static_cast<std::int64_t>(i)), Y + total * d.H, rows[i], d.H, d.F});
+    dn.groups.push_back({A + total * d.F, wd(W, d, e0 + static_cast<std::int64_t>(i)), Y + total * d.H, rows[i], d.H, d.F});
     total += rows[i];
   }
   ck(k::swiglu_forward(GU, total, static_cast<int>(d.F), A, s), "swiglu_forward");
@@ -44,44 +45,59 @@ void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vect
 }
 
 void expert_dx(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* dGU,
-               const bf16_t* W, bf16_t* dX) {
+               const bf16_t* W, bf16_t* dX, std::int64_t e0) {
   GemmCall c;
   c.trans_b = true;
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({dGU + off * 2 * d.F, wgu(W, d, static_cast<std::int64_t>(i)), dX + off * d.H, rows[i], d.H, 2 * d.F});
+    c.groups.push_back({dGU + off * 2 * d.F, wgu(W, d, e0 + static_cast<std::int64_t>(i)), dX + off * d.H, rows[i], d.H, 2 * d.F});
     off += rows[i];
   }
   g.run(c, impl);
 }
 
 void expert_da(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* dY,
-               const bf16_t* W, bf16_t* dA) {
+               const bf16_t* W, bf16_t* dA, std::int64_t e0) {
   GemmCall c;
   c.trans_b = true;
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({dY + off * d.H, wd(W, d, static_cast<std::int64_t>(i)), dA + off * d.F, rows[i], d.F, d.H});
+    c.groups.push_back({dY + off * d.H, wd(W, d, e0 + static_cast<std::int64_t>(i)), dA + off * d.F, rows[i], d.F, d.H});
     off += rows[i];
   }
   g.run(c, impl);
 }
 
-void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
-               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta) {
+namespace {
+// dW offsets are in elements, the same for fp32 and bf16 partitions.
+template <typename GradT>
+void expert_dw_into(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
+                    const bf16_t* X, const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, GradT* dW, float beta,
+                    std::int64_t e0) {
   GemmCall c1, c2;
   c1.trans_a = c2.trans_a = true;
-  c1.c_fp32 = c2.c_fp32 = true;
+  c1.c_fp32 = c2.c_fp32 = sizeof(GradT) == 4;
   c1.beta = c2.beta = beta;
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto e = static_cast<std::int64_t>(i);
-    c1.groups.push_back({X + off * d.H, dGU + off * 2 * d.F, dwgu(dW, d, e), d.H, 2 * d.F, rows[i]});
-    c2.groups.push_back({A + off * d.F, dY + off * d.H, dwd(dW, d, e), d.F, d.H, rows[i]});
+    const auto e = e0 + static_cast<std::int64_t>(i);
+    c1.groups.push_back({X + off * d.H, dGU + off * 2 * d.F, dW + e * d.H * 2 * d.F, d.H, 2 * d.F, rows[i]});
+    c2.groups.push_back({A + off * d.F, dY + off * d.H, dW + 2 * d.El * d.H * d.F + e * d.F * d.H, d.F, d.H, rows[i]});
     off += rows[i];
   }
   g.run(c1, impl);
   g.run(c2, impl);
+}
+}  // namespace
+
+void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta, std::int64_t e0) {
+  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0);
+}
+
+void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, bf16_t* dW, float beta, std::int64_t e0) {
+  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0);
 }
 
 }  // namespace moehub::gpu

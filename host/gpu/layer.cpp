@@ -18,6 +18,7 @@
 
 #include "cuda_check.hpp"
 #include "expert_ops.hpp"
+#include "moe_plan.hpp"
 
 namespace moehub::gpu {
 
@@ -32,6 +33,17 @@ void validate(const LayerConfig& c) {
   if (c.top_k < 1 || c.top_k > 32 || c.top_k > c.experts) bad("top_k must be in [1, min(32, experts)]");
   if (c.ep < 1 || c.ep > 1024 || c.experts % c.ep) bad("ep must be in [1, 1024] and divide experts");
   if (c.tokens * c.top_k > INT32_MAX / 2) bad("tokens * top_k must stay below 2^30");
+  if (c.hop_chunk_rows < 0 || c.hop_chunk_rows > (1LL << 30))
+    bad("hop chunk rows (--hop-chunk-rows) must be in [0, 1073741824] (0 = the whole hop)");
+  if (c.ring_accum != RingAccum::kFp32 && c.ring_accum != RingAccum::kBf16)
+    bad("ring accumulators (--ring-accum) must be fp32 or bf16");
+}
+
+const char* to_string(RingAccum a) { return a == RingAccum::kBf16 ? "bf16" : "fp32"; }
+RingAccum parse_ring_accum(const std::string& s) {
+  if (s == "fp32") return RingAccum::kFp32;
+  if (s == "bf16") return RingAccum::kBf16;
+  throw std::invalid_argument("--ring-accum must be one of fp32, bf16 (got '" + s + "')");
 }
 
 const char* to_string(Schedule s) {
@@ -84,6 +96,14 @@ MoeLayer::MoeLayer(const LayerConfig& c, Transport& t, GemmImpl impl) : cfg_(c),
   }
 }
 MoeLayer::~MoeLayer() = default;
+
+void MoeLayer::set_ring_options(RingAccum accum, std::int64_t hop_chunk_rows) {
+  LayerConfig c = cfg_;
+  c.ring_accum = accum;
+  c.hop_chunk_rows = hop_chunk_rows;
+  validate(c);
+  cfg_ = c;
+}
 
 void MoeLayer::allocate_inputs() {
   const auto T = static_cast<std::size_t>(cfg_.tokens), H = static_cast<std::size_t>(cfg_.hidden),
@@ -536,8 +556,10 @@ void free_hop(RankAllocator& m, HopBufs& b) {
 void MoeLayer::ring_expert() {
   const Dims d = dims(cfg_);
   const std::size_t L = ranks_.size();
-  const auto wbytes = static_cast<std::size_t>(3 * d.El * d.H * d.F) * 2;
-  const auto gbytes = static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4;
+  const bool acc16 = cfg_.ring_accum == RingAccum::kBf16;
+  const auto welems = static_cast<std::size_t>(3 * d.El * d.H * d.F);
+  const auto wbytes = welems * 2;
+  const auto gbytes = welems * (acc16 ? 2 : 4);  // travelling weight-gradient partitions
   // rows of rank r's pairs for partition p, per local expert, and their start in sorted order
   auto rows_of = [&](const Rank& r, std::int64_t p, std::int64_t* start) {
     std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
@@ -548,12 +570,10 @@ void MoeLayer::ring_expert() {
     *start = s;
     return rows;
   };
+  // rows of the largest hop chunk (the whole hop unless hop_chunk_rows is set)
   auto max_rows = [&](const Rank& r) {
     std::int64_t mx = 0, st = 0;
-    for (std::int64_t p = 0; p < d.N; ++p) {
-      auto rows = rows_of(r, p, &st);
-      mx = std::max(mx, std::accumulate(rows.begin(), rows.end(), std::int64_t{0}));
-    }
+    for (std::int64_t p = 0; p < d.N; ++p) mx = std::max(mx, plan::max_chunk_rows(rows_of(r, p, &st), cfg_.hop_chunk_rows));
     return mx;
   };
   for (int pass = 0; pass < 2; ++pass) {
@@ -563,7 +583,7 @@ void MoeLayer::ring_expert() {
     p.mode = "ring-expert";
     std::vector<HopBufs> hb(L);
     std::vector<std::array<void*, 2>> wbuf(L), gbuf(L);
-    std::vector<float*> local_acc(L);
+    std::vector<float*> local_acc(L, nullptr);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, true);
@@ -580,10 +600,18 @@ void MoeLayer::ring_expert() {
       p.own.push_back({{r.in.w_part, wbytes}});
       p.pay.push_back(pay);
       p.acc.push_back(acc);
-      p.acc_final.push_back({{r.out.d_w_part, gbytes}});
-      // the output (forward) or d_x (backward) accumulates in fp32 within the pass
-      local_acc[li] = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.H), bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
-      MOEHUB_CUDA_CHECK(cudaMemsetAsync(local_acc[li], 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+      if (bwd && acc16)  // the bf16 sum comes home into the slot the last hop did not use
+        p.acc_final.push_back(acc[static_cast<std::size_t>(d.N % 2)]);
+      else
+        p.acc_final.push_back({{r.out.d_w_part, gbytes}});
+      if (acc16) {
+        // the output (forward) or d_x (backward) is itself the accumulator
+        MOEHUB_CUDA_CHECK(cudaMemsetAsync(bwd ? r.out.d_x : r.out.out, 0, static_cast<std::size_t>(d.T * d.H) * 2, r.comp));
+      } else {
+        // the output (forward) or d_x (backward) accumulates in fp32 within the pass
+        local_acc[li] = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.H), bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
+        MOEHUB_CUDA_CHECK(cudaMemsetAsync(local_acc[li], 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+      }
     }
     p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
                          const std::function<void()>& wait_acc) {
@@ -592,33 +620,55 @@ void MoeLayer::ring_expert() {
       const std::int64_t part = (r.rank - h + d.N) % d.N;
       std::int64_t start = 0;
       const auto rows = rows_of(r, part, &start);
-      const std::int64_t M = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
       const auto* W = static_cast<const bf16_t*>(pay[0].ptr);
-      const std::int32_t* src = r.pair_src + start;
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
-      ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
-      if (!bwd) {
-        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.gu, b.a, b.y, r.comp);
-        ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, local_acc[li], r.comp), "combine");
-        return;
+      bf16_t* out16 = bwd ? r.out.d_x : r.out.out;
+      // chunks of whole local experts; each chunk's pairs follow the previous chunk's
+      std::int64_t off = start;
+      for (const plan::HopChunk& ch : plan::hop_chunks(rows, cfg_.hop_chunk_rows)) {
+        const std::vector<std::int64_t> crows(rows.begin() + ch.first, rows.begin() + ch.last);
+        const std::int64_t M = ch.rows, e0 = ch.first;
+        const std::int32_t* src = r.pair_src + off;
+        off += M;
+        ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+        if (!bwd) {
+          expert_forward(*r.gemm, impl_, d, crows, b.x, W, b.gu, b.a, b.y, r.comp, e0);
+          if (acc16)
+            ck(k::scatter_add_rows_bf16(b.y, src, K, r.out.topk_weights, M, H, out16, r.comp), "combine");
+          else
+            ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, local_acc[li], r.comp), "combine");
+          continue;
+        }
+        // backward with in-hop recomputation of the expert intermediates
+        ck(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+        expert_gate_up(*r.gemm, impl_, d, crows, b.x, W, b.gu, e0);
+        expert_da(*r.gemm, impl_, d, crows, b.dout, W, b.a, e0);  // unscaled dA' = d_out Wd^T
+        ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.gu, b.a,
+                              r.out.d_topk_weights, false, r.comp),
+           "swiglu_backward");
+        expert_dx(*r.gemm, impl_, d, crows, b.gu, W, b.y, e0);
+        if (acc16)
+          ck(k::scatter_add_rows_bf16(b.y, src, K, nullptr, M, H, out16, r.comp), "scatter dx");
+        else
+          ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp), "scatter dx");
+        wait_acc();
+        if (acc16)
+          expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, static_cast<bf16_t*>(acc[0].ptr), 1.f, e0);
+        else
+          expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f, e0);
       }
-      // backward with in-hop recomputation of the expert intermediates
-      ck(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
-      expert_gate_up(*r.gemm, impl_, d, rows, b.x, W, b.gu);
-      expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);  // unscaled dA' = d_out Wd^T
-      ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.gu, b.a,
-                            r.out.d_topk_weights, false, r.comp),
-         "swiglu_backward");
-      expert_dx(*r.gemm, impl_, d, rows, b.gu, W, b.y);
-      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp), "scatter dx");
-      wait_acc();
-      expert_dw(*r.gemm, impl_, d, rows, b.x, b.gu, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f);
     };
     ring_pass(p);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
-      ck(k::f32_to_bf16(local_acc[li], d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp), "accumulator to bf16");
-      r.mem->free(local_acc[li]);
+      if (local_acc[li]) {
+        ck(k::f32_to_bf16(local_acc[li], d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp), "accumulator to bf16");
+        r.mem->free(local_acc[li]);
+      }
+      if (bwd && acc16)
+        ck(k::bf16_to_f32(static_cast<const bf16_t*>(p.acc_final[li][0].ptr), static_cast<std::int64_t>(welems),
+                          r.out.d_w_part, r.comp),
+           "weight gradient to fp32");
       free_hop(*r.mem, hb[li]);
       for (int s = 0; s < 2; ++s) {
         r.mem->free(wbuf[li][static_cast<std::size_t>(s)]);
@@ -633,6 +683,8 @@ void MoeLayer::ring_token() {
   const Dims d = dims(cfg_);
   const std::size_t L = ranks_.size();
   const auto TH = static_cast<std::size_t>(d.T * d.H), TK = static_cast<std::size_t>(d.T * d.K);
+  const bool acc16 = cfg_.ring_accum == RingAccum::kBf16;
+  const std::size_t acc_elem = acc16 ? 2 : 4;  // travelling output / d_x accumulators
   // rows of visiting partition q routed to rank r's experts, and their start in q's order
   auto rows_of = [&](const Rank& r, std::int64_t q, std::int64_t* start) {
     std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
@@ -654,10 +706,7 @@ void MoeLayer::ring_token() {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, true);
       std::int64_t mx = 0, st = 0;
-      for (std::int64_t q = 0; q < d.N; ++q) {
-        auto rows = rows_of(r, q, &st);
-        mx = std::max(mx, std::accumulate(rows.begin(), rows.end(), std::int64_t{0}));
-      }
+      for (std::int64_t q = 0; q < d.N; ++q) mx = std::max(mx, plan::max_chunk_rows(rows_of(r, q, &st), cfg_.hop_chunk_rows));
       hb[li] = alloc_hop(*r.mem, d, mx, bwd);
       std::vector<Segment> own = {{r.in.x, TH * 2}, {r.pair_src, TK * 4}, {r.out.topk_weights, TK * 4}};
       if (bwd) own.push_back({r.in.d_out, TH * 2});
@@ -668,9 +717,9 @@ void MoeLayer::ring_token() {
           owned[li].push_back(b);
           pay[s].push_back({b, o.bytes});
         }
-        void* a = r.mem->alloc(TH * 4, bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
+        void* a = r.mem->alloc(TH * acc_elem, bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
         owned[li].push_back(a);
-        acc[s].push_back({a, TH * 4});
+        acc[s].push_back({a, TH * acc_elem});
         if (bwd) {
           void* a2 = r.mem->alloc(TK * 4, "ring_d_topk_weights_accumulator");
           owned[li].push_back(a2);
@@ -680,8 +729,14 @@ void MoeLayer::ring_token() {
       p.own.push_back(own);
       p.pay.push_back(pay);
       p.acc.push_back(acc);
-      // the accumulators come home into the slot the last hop did not use (free by then)
-      p.acc_final.push_back(acc[static_cast<std::size_t>(d.N % 2)]);
+      if (acc16) {  // bf16 accumulators come home straight into the outputs
+        std::vector<Segment> home = {{bwd ? r.out.d_x : r.out.out, TH * 2}};
+        if (bwd) home.push_back({r.out.d_topk_weights, TK * 4});
+        p.acc_final.push_back(home);
+      } else {
+        // the accumulators come home into the slot the last hop did not use (free by then)
+        p.acc_final.push_back(acc[static_cast<std::size_t>(d.N % 2)]);
+      }
       if (bwd) MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_w_part, 0, static_cast<std::size_t>(3 * d.El * d.H * d.F) * 4, r.comp));
     }
     p.compute = [&, bwd](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
@@ -691,39 +746,53 @@ void MoeLayer::ring_token() {
       const std::int64_t q = (r.rank - h + d.N) % d.N;
       std::int64_t start = 0;
       const auto rows = rows_of(r, q, &start);
-      const std::int64_t M = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
       const auto* vx = static_cast<const bf16_t*>(pay[0].ptr);
-      const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + start;
       const auto* vtw = static_cast<const float*>(pay[2].ptr);
       const bf16_t* W = r.in.w_part;
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
-      ck(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp), "gather x");
-      if (!bwd) {
-        expert_forward(*r.gemm, impl_, d, rows, b.x, W, b.gu, b.a, b.y, r.comp);
+      auto scatter_rows = [&](const std::int32_t* src, const float* w, std::int64_t M, const char* what) {
+        if (acc16)
+          ck(k::scatter_add_rows_bf16(b.y, src, K, w, M, H, static_cast<bf16_t*>(acc[0].ptr), r.comp), what);
+        else
+          ck(k::scatter_add_rows(b.y, src, K, w, M, H, static_cast<float*>(acc[0].ptr), r.comp), what);
+      };
+      // chunks of whole local experts; each chunk's pairs follow the previous chunk's
+      std::int64_t off = start;
+      for (const plan::HopChunk& ch : plan::hop_chunks(rows, cfg_.hop_chunk_rows)) {
+        const std::vector<std::int64_t> crows(rows.begin() + ch.first, rows.begin() + ch.last);
+        const std::int64_t M = ch.rows, e0 = ch.first;
+        const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + off;
+        off += M;
+        ck(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+        if (!bwd) {
+          expert_forward(*r.gemm, impl_, d, crows, b.x, W, b.gu, b.a, b.y, r.comp, e0);
+          wait_acc();
+          scatter_rows(src, vtw, M, "combine");
+          continue;
+        }
+        const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
+        ck(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+        expert_gate_up(*r.gemm, impl_, d, crows, b.x, W, b.gu, e0);
+        expert_da(*r.gemm, impl_, d, crows, b.dout, W, b.a, e0);
+        ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, vtw, b.gu, b.a, b.dtw, true, r.comp),
+           "swiglu_backward");
+        expert_dx(*r.gemm, impl_, d, crows, b.gu, W, b.y, e0);
+        expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, r.out.d_w_part, 1.f, e0);
         wait_acc();
-        ck(k::scatter_add_rows(b.y, src, K, vtw, M, H, static_cast<float*>(acc[0].ptr), r.comp), "combine");
-        return;
+        scatter_rows(src, nullptr, M, "scatter dx");
+        ck(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp), "scatter d_topk_weights");
       }
-      const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
-      ck(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
-      expert_gate_up(*r.gemm, impl_, d, rows, b.x, W, b.gu);
-      expert_da(*r.gemm, impl_, d, rows, b.dout, W, b.a);
-      ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, vtw, b.gu, b.a, b.dtw, true, r.comp),
-         "swiglu_backward");
-      expert_dx(*r.gemm, impl_, d, rows, b.gu, W, b.y);
-      expert_dw(*r.gemm, impl_, d, rows, b.x, b.gu, b.a, b.dout, r.out.d_w_part, 1.f);
-      wait_acc();
-      ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, static_cast<float*>(acc[0].ptr), r.comp), "scatter dx");
-      ck(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp), "scatter d_topk_weights");
     };
     ring_pass(p);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
-      const auto& home = p.acc_final[li];
-      ck(k::f32_to_bf16(static_cast<const float*>(home[0].ptr), d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp),
-         "accumulator to bf16");
-      if (bwd)
-        MOEHUB_CUDA_CHECK(cudaMemcpyAsync(r.out.d_topk_weights, home[1].ptr, TK * 4, cudaMemcpyDeviceToDevice, r.comp));
+      if (!acc16) {
+        const auto& home = p.acc_final[li];
+        ck(k::f32_to_bf16(static_cast<const float*>(home[0].ptr), d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp),
+           "accumulator to bf16");
+        if (bwd)
+          MOEHUB_CUDA_CHECK(cudaMemcpyAsync(r.out.d_topk_weights, home[1].ptr, TK * 4, cudaMemcpyDeviceToDevice, r.comp));
+      }
       free_hop(*r.mem, hb[li]);
       for (void* b : owned[li]) r.mem->free(b);
       phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, false);

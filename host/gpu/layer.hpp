@@ -26,10 +26,26 @@ namespace moehub::gpu {
 
 using kernels::bf16_t;
 
+/// Type of the ring schedules' accumulators (a2a has none). kFp32: ring-expert adds the
+/// output and d_x into fp32 copies converted at the end of the pass, and its travelling
+/// weight-gradient partitions are fp32; ring-token's travelling output / d_x accumulators
+/// are fp32. kBf16: ring-expert adds straight into the bf16 out / d_x (fp32 arithmetic, one
+/// rounding per add), its gradient partitions travel in bf16 (the dW GEMMs add into them,
+/// one rounding per hop) and are converted into the fp32 parameter gradient at home;
+/// ring-token's output / d_x accumulators travel in bf16 (d_topk_weights stay fp32).
+enum class RingAccum { kFp32, kBf16 };
+const char* to_string(RingAccum);      ///< "fp32", "bf16"
+RingAccum parse_ring_accum(const std::string&);  ///< throws std::invalid_argument naming --ring-accum
+
 struct LayerConfig {
   std::int64_t tokens = 0;  ///< T, tokens per rank
   int hidden = 0, ffn = 0, experts = 0, top_k = 0;
   int ep = 1;               ///< N, ranks
+  RingAccum ring_accum = RingAccum::kFp32;
+  /// Ring schedules: a hop's matched rows are processed in chunks of consecutive whole
+  /// local experts of at most this many rows (an expert with more rows is a chunk of its
+  /// own; plan::hop_chunks); the hop buffers hold the largest chunk. 0: the whole hop.
+  std::int64_t hop_chunk_rows = 0;
   int local_experts() const { return experts / ep; }
 };
 /// Throws std::invalid_argument naming the field and its allowed range.
@@ -121,6 +137,9 @@ class MoeLayer {
   std::vector<HopTime> hop_times();
   std::vector<PhaseTime> phase_times();
   GemmImpl gemm_impl() const { return impl_; }
+  /// Changes the ring options (accumulator type, hop chunk rows) for the next runs;
+  /// validated like the configuration.
+  void set_ring_options(RingAccum accum, std::int64_t hop_chunk_rows);
 
  private:
   void router_and_permute(Rank&);

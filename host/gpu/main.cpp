@@ -19,15 +19,18 @@ const char* kUsage =
     "              --ep 1,2,8,16 --routing uniform,skewed --schedules a2a,ring-expert,ring-token\n"
     "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm auto|loop|streams|grouped\n"
     "              --transport nccl (one rank per process, EP = the number of processes) --rendezvous DIR\n"
+    "              --ring-accum fp32,bf16 --hop-chunk-rows 0,8,40 (ring variants: each ring schedule runs with each)\n"
     "  memory      per-rank peak device memory of the layer, folded ranks, vs the planner's prediction\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
+    "              --ring-accum fp32|bf16[,...] --hop-chunk-rows 0[,N...] (ring rows per variant; a2a once)\n"
     "  bench-gemm  expert GEMM throughput (loop, streams, grouped) vs a dense GEMM of the same FLOPs\n"
     "              --tokens 16384 --models mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b\n"
     "  bench-hop   one ring-expert hop: compute, copy, and both overlapped\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8\n"
     "  run         time the layer and optionally write a trace\n"
     "              --schedule a2a|ring-expert|ring-token|ring --transport folded|nccl --ep 8 --iters 3\n"
-    "              --trace-dir DIR --rendezvous DIR (nccl without MPI) and the shape options\n";
+    "              --trace-dir DIR --rendezvous DIR (nccl without MPI) and the shape options\n"
+    "              --ring-accum fp32|bf16 --hop-chunk-rows N (0 = whole hop)\n";
 
 }  // namespace
 
@@ -46,15 +49,17 @@ int main(int argc, char** argv) {
   try {
     int rc;
     if (cmd == "check") {
-      rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed", "transport", "rendezvous"})));
+      rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed", "transport", "rendezvous",
+                                       "ring-accum", "hop-chunk-rows"})));
     } else if (cmd == "memory") {
-      rc = cmd_memory(Args(argc, argv, 2, with({"ep", "schedules"})));
+      rc = cmd_memory(Args(argc, argv, 2, with({"ep", "schedules", "ring-accum", "hop-chunk-rows"})));
     } else if (cmd == "bench-gemm") {
       rc = cmd_bench_gemm(Args(argc, argv, 2, {"tokens", "models"}));
     } else if (cmd == "bench-hop") {
       rc = cmd_bench_hop(Args(argc, argv, 2, with({"ep"})));
     } else if (cmd == "run") {
-      rc = cmd_run(Args(argc, argv, 2, with({"schedule", "transport", "ep", "iters", "trace-dir", "rendezvous"})));
+      rc = cmd_run(Args(argc, argv, 2, with({"schedule", "transport", "ep", "iters", "trace-dir", "rendezvous", "ring-accum",
+                                  "hop-chunk-rows"})));
     } else {
       std::fprintf(stderr, "moehub-gpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
       return 2;

@@ -108,6 +108,23 @@ RowStats row_stats(const LayerConfig& c, const std::vector<std::int32_t>& cm, in
   return s;
 }
 
+/// Rows of the largest hop chunk of rank r (plan::hop_chunks with the given limit) over
+/// its hops: ring-expert (its pairs per visiting partition) or ring-token (the visiting
+/// partitions' pairs for its experts).
+std::int64_t max_chunk_of_rank(const LayerConfig& c, const std::vector<std::int32_t>& cm, int r, bool expert_mode,
+                               std::int64_t chunk_rows) {
+  const int E = c.experts, El = c.local_experts(), N = c.ep;
+  std::int64_t mx = 0;
+  for (int p = 0; p < N; ++p) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(El));
+    for (int i = 0; i < El; ++i)
+      rows[static_cast<std::size_t>(i)] =
+          expert_mode ? cm[static_cast<std::size_t>(r * E + p * El + i)] : cm[static_cast<std::size_t>(p * E + r * El + i)];
+    mx = std::max(mx, plan::max_chunk_rows(rows, chunk_rows));
+  }
+  return mx;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -236,6 +253,27 @@ int cmd_memory(const Args& a) {
   const auto eps = a.int_list("ep", "8", 1, 256);
   const auto scheds = a.str_list("schedules", "ring-expert,ring-token,a2a", {"a2a", "ring-expert", "ring-token"});
   const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
+  const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
+  const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
+  struct Variant {
+    std::string label, sched;
+    RingAccum accum;
+    std::int64_t chunk;
+  };
+  std::vector<Variant> variants;
+  for (const std::string& sn : scheds) {
+    if (sn == "a2a") {
+      variants.push_back({sn, sn, RingAccum::kFp32, 0});
+      continue;
+    }
+    for (const std::string& an : accums) {
+      for (std::int64_t ch : chunks) {
+        const bool plain = an == "fp32" && ch == 0;
+        variants.push_back({plain ? sn : sn + "/" + an + "/c" + std::to_string(ch), sn, parse_ring_accum(an), ch});
+      }
+    }
+  }
   for (std::int64_t ep : eps) {
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -247,6 +285,14 @@ int cmd_memory(const Args& a) {
   }
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
               static_cast<long long>(base.tokens), base.hidden, base.ffn, base.experts, base.top_k, device_name(0).c_str());
+  {
+    std::string al, cl;
+    for (const auto& x : accums) al += (al.empty() ? "" : ",") + x;
+    for (auto x : chunks) cl += (cl.empty() ? "" : ",") + std::to_string(x);
+    std::printf("memory: ring accumulators %s, hop chunk rows %s (0 = whole hop; a2a unaffected); a ring row other "
+                "than fp32 / 0 is named schedule/accumulators/c<rows>\n",
+                al.c_str(), cl.c_str());
+  }
   std::printf("%-4s %-12s %13s %15s %14s %14s  %s\n", "ep", "schedule", "peak_max_GiB", "above_inputs_GiB",
               "pool_high_GiB", "plan_GiB", "largest buffers at rank 0's peak");
   for (std::int64_t ep : eps) {  // every EP was validated above
@@ -258,7 +304,9 @@ int cmd_memory(const Args& a) {
       MoeLayer layer(c, *tr, impl);
       layer.allocate_inputs();
       fill_inputs(layer, 1234);
-      for (const std::string& sn : scheds) {
+      for (const Variant& v : variants) {
+        const std::string& sn = v.label;
+        layer.set_ring_options(v.accum, v.chunk);
         std::vector<std::int64_t> peaks, pools, above;
         std::string top;
         try {
@@ -268,7 +316,7 @@ int cmd_memory(const Args& a) {
             base_bytes.push_back(r->mem->in_use());
           }
           layer.allocate_outputs();
-          layer.run(parse_schedule(sn));
+          layer.run(parse_schedule(v.sched));
           layer.synchronize();
           for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
             auto& r = layer.ranks()[i];
@@ -283,9 +331,18 @@ int cmd_memory(const Args& a) {
             top += bufs[i].second + "=" + gib(bufs[i].first) + " ";
           // prediction for rank 0 from its exact counts
           const RowStats rs = row_stats(c, layer.ranks()[0]->count_matrix, 0);
-          plan::BufferPlan bp = sn == "a2a" ? plan::plan_a2a(problem(c), rs.sent, rs.received, rs.max_local)
-                                            : plan::plan_ring(problem(c), sn == "ring-expert" ? plan::RingMode::kExpert : plan::RingMode::kToken,
-                                                              sn == "ring-expert" ? rs.max_hop_expert : rs.max_hop_token);
+          plan::BufferPlan bp;
+          if (v.sched == "a2a") {
+            bp = plan::plan_a2a(problem(c), rs.sent, rs.received, rs.max_local);
+          } else {
+            // the ring's accumulators and gradient partitions as the layer holds them
+            plan::MoeProblem pp = problem(c);
+            pp.accum_bytes = pp.grad_bytes = v.accum == RingAccum::kBf16 ? 2 : 4;
+            const bool ex = v.sched == "ring-expert";
+            bp = plan::plan_ring(pp, ex ? plan::RingMode::kExpert : plan::RingMode::kToken,
+                                 ex ? rs.max_hop_expert : rs.max_hop_token,
+                                 max_chunk_of_rank(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk));
+          }
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
           const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
@@ -306,10 +363,11 @@ int cmd_memory(const Args& a) {
         }
         std::fflush(stdout);
       }
-      for (const char* ring : {"ring-expert", "ring-token"}) {
-        if (peak_of.count("a2a") && peak_of.count(ring))
-          std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep), ring,
-                      peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
+      for (const Variant& v : variants) {
+        const std::string& ring = v.label;
+        if (v.sched != "a2a" && peak_of.count("a2a") && peak_of.count(ring))
+          std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep),
+                      ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
       std::fflush(stdout);
     } catch (const std::runtime_error& e) {
@@ -483,6 +541,8 @@ int cmd_bench_hop(const Args& a) {
 
 int cmd_run(const Args& a) {
   LayerConfig c = layer_args(a, 4096, 2048, 768, 128, 8);
+  c.ring_accum = parse_ring_accum(a.str("ring-accum", "fp32"));
+  c.hop_chunk_rows = a.integer("hop-chunk-rows", 0, 0, 1LL << 30);
   const std::string tname = a.str("transport", "folded");
   if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
   // every argument is checked before the device is touched

@@ -1,6 +1,7 @@
 // Ring schedule, per-hop volumes, routing-mode choice and buffer plans. See moe_plan.hpp.
 #include "moe_plan.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -121,6 +122,29 @@ int ring_recv_peer(int rank, int n) {
   return (rank - 1 + n) % n;
 }
 
+std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows, std::int64_t max_rows) {
+  if (max_rows < 0)
+    throw std::invalid_argument("hop_chunks: max_rows_per_chunk = " + std::to_string(max_rows) +
+                                " must be >= 0 (0 = the whole hop)");
+  std::vector<HopChunk> out;
+  const int n = static_cast<int>(rows.size());
+  int e = 0;
+  while (e < n) {
+    HopChunk c{e, e + 1, rows[static_cast<std::size_t>(e)]};
+    while (c.last < n && (max_rows == 0 || c.rows + rows[static_cast<std::size_t>(c.last)] <= max_rows))
+      c.rows += rows[static_cast<std::size_t>(c.last++)];
+    out.push_back(c);
+    e = c.last;
+  }
+  return out;
+}
+
+std::int64_t max_chunk_rows(const std::vector<std::int64_t>& rows, std::int64_t max_rows) {
+  std::int64_t mx = 0;
+  for (const HopChunk& c : hop_chunks(rows, max_rows)) mx = std::max(mx, c.rows);
+  return mx;
+}
+
 BufferPlan plan_a2a(const MoeProblem& p, std::int64_t rows_sent, std::int64_t rows_received,
                     std::int64_t max_rows_per_local_expert) {
   validate(p);
@@ -184,7 +208,8 @@ BufferPlan plan_a2a(const MoeProblem& p, std::int64_t rows_sent, std::int64_t ro
   return evaluate(std::move(buf), phases);
 }
 
-BufferPlan plan_ring(const MoeProblem& p, RingMode mode, std::int64_t max_rows_matched_in_one_hop) {
+BufferPlan plan_ring(const MoeProblem& p, RingMode mode, std::int64_t max_rows_matched_in_one_hop,
+                     std::int64_t max_rows_in_one_chunk) {
   validate(p);
   const std::int64_t T = p.tokens_per_rank, H = p.hidden, F = p.ffn / p.etp, k = p.top_k;
   const std::int64_t e_local = p.experts / p.ep;
@@ -194,6 +219,12 @@ BufferPlan plan_ring(const MoeProblem& p, RingMode mode, std::int64_t max_rows_m
   if (m < 0 || m > max_m)
     throw std::invalid_argument("plan_ring: max_rows_matched_in_one_hop = " + std::to_string(m) +
                                 " is outside [0, " + std::to_string(max_m) + "]");
+  if (max_rows_in_one_chunk > m)
+    throw std::invalid_argument("plan_ring: max_rows_in_one_chunk = " + std::to_string(max_rows_in_one_chunk) +
+                                " exceeds max_rows_matched_in_one_hop = " + std::to_string(m));
+  const std::int64_t c = max_rows_in_one_chunk < 0 ? m : max_rows_in_one_chunk;  // rows of the per-hop buffers
+  // expert mode accumulating in the output's own type: no separate accumulators
+  const bool in_place = mode == RingMode::kExpert && a == d;
   const std::int64_t w_elems = 3 * H * F;  // one expert's gate, up and down on this rank
   std::vector<Buffer> buf = {
       {"input", bytes(T, H, d)},
@@ -202,25 +233,29 @@ BufferPlan plan_ring(const MoeProblem& p, RingMode mode, std::int64_t max_rows_m
       {"d_output", bytes(T, H, d)},
       {"d_input", bytes(T, H, d)},
       {"d_topk_weights", bytes(T, k, 4)},
-      {"hop_x", bytes(m, H, d)},
-      {"hop_gate_up", bytes(m, 2 * F, d)},
-      {"hop_act", bytes(m, F, d)},
-      {"hop_y", bytes(m, H, d)},
-      {"hop_dy", bytes(m, H, d)},
-      {"hop_d_act", bytes(m, F, d)},
-      {"hop_d_gate_up", bytes(m, 2 * F, d)},
-      {"hop_d_x", bytes(m, H, d)},
+      {"hop_x", bytes(c, H, d)},
+      {"hop_gate_up", bytes(c, 2 * F, d)},
+      {"hop_act", bytes(c, F, d)},
+      {"hop_y", bytes(c, H, d)},
+      {"hop_dy", bytes(c, H, d)},
+      {"hop_d_act", bytes(c, F, d)},
+      {"hop_d_gate_up", bytes(c, 2 * F, d)},
+      {"hop_d_x", bytes(c, H, d)},
   };
   std::vector<std::string> fwd_res, bwd_res;  // live through every hop of the pass
   if (mode == RingMode::kExpert) {
-    buf.push_back({"output_accum", bytes(T, H, a)});
-    buf.push_back({"d_input_accum", bytes(T, H, a)});
+    if (!in_place) {
+      buf.push_back({"output_accum", bytes(T, H, a)});
+      buf.push_back({"d_input_accum", bytes(T, H, a)});
+    }
     buf.push_back({"weights_current", bytes(e_local, w_elems, d)});
     buf.push_back({"weights_prefetch", bytes(e_local, w_elems, d)});
     buf.push_back({"wgrad_accum", bytes(e_local, w_elems, g)});
     buf.push_back({"wgrad_inflight", bytes(e_local, w_elems, g)});
-    fwd_res = {"input", "routing", "output_accum", "weights_current", "weights_prefetch"};
-    bwd_res = {"input", "routing", "output", "d_output", "d_input_accum", "d_topk_weights",
+    const std::string out_acc = in_place ? "output" : "output_accum";
+    const std::string dx_acc = in_place ? "d_input" : "d_input_accum";
+    fwd_res = {"input", "routing", out_acc, "weights_current", "weights_prefetch"};
+    bwd_res = {"input", "routing", "output", "d_output", dx_acc, "d_topk_weights",
                "weights_current", "weights_prefetch", "wgrad_accum", "wgrad_inflight"};
   } else {
     const std::int64_t fwd_row = H * d + k * 8 + H * a;                // tokens, metadata, accumulators
@@ -244,8 +279,19 @@ BufferPlan plan_ring(const MoeProblem& p, RingMode mode, std::int64_t max_rows_m
       {"bwd hop activation", cat(bwd_res, {"hop_x", "hop_gate_up", "hop_d_act", "hop_d_gate_up"})},
       {"bwd hop gate/up GEMM", cat(bwd_res, {"hop_x", "hop_d_gate_up", "hop_d_x"})},
   };
-  if (mode == RingMode::kExpert) {
+  if (mode == RingMode::kExpert && in_place) {
+    // the gradient sums come home (the receiving buffer is the free wgrad one unless they
+    // are fp32, received straight into the parameter gradient) and are converted to fp32
+    std::vector<std::string> home = {"input", "routing", "output", "d_output", "d_input", "d_topk_weights",
+                                     "wgrad_inflight"};
+    if (g != 4) home.push_back("wgrad_accum");
+    phases.push_back({"bwd weight gradient home", home});
+  } else if (mode == RingMode::kExpert) {
     phases.push_back({"fwd output", {"input", "routing", "output_accum", "output"}});
+    std::vector<std::string> home = {"input", "routing", "output", "d_output", "d_input_accum", "d_topk_weights",
+                                     "wgrad_inflight"};
+    if (g != 4) home.push_back("wgrad_accum");
+    phases.push_back({"bwd weight gradient home", home});
     phases.push_back({"bwd input gradient", {"input", "routing", "output", "d_output",
                                              "d_input_accum", "d_topk_weights", "d_input"}});
   } else {

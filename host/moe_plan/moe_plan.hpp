@@ -65,6 +65,17 @@ int ring_partition_at_hop(int rank, int hop, int n);
 int ring_send_peer(int rank, int n);
 int ring_recv_peer(int rank, int n);
 
+// Hop chunks: a hop's matched rows, grouped by local expert (rows_per_expert[i] rows for
+// local expert i, consecutive), are processed in chunks of consecutive whole experts whose
+// rows sum to at most max_rows_per_chunk; a chunk holds at least one expert, so an expert
+// with more rows is a chunk of its own. max_rows_per_chunk = 0 means one chunk for the whole
+// hop. Returns the chunks as [first, last) expert ranges covering every expert in order
+// (none when there are no experts). Throws std::invalid_argument for a negative limit.
+struct HopChunk { int first, last; std::int64_t rows; };
+std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);
+/// The largest chunk's rows (0 when there are no rows).
+std::int64_t max_chunk_rows(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);
+
 // Device-buffer plans (bytes) per rank for one layer forward and backward, from exact per-rank routing counts;
 // each named buffer with its size, and the predicted peak (max over the phases of the sum of live buffers).
 //
@@ -102,12 +113,20 @@ int ring_recv_peer(int rank, int n);
 // peak: all local experts run in one grouped GEMM over the R_r rows.
 //
 // Ring plan (m = max_rows_matched_in_one_hop, the largest number of token-expert rows
-// one rank computes in one hop):
+// one rank computes in one hop; c = max_rows_in_one_chunk, the largest hop chunk (see
+// hop_chunks), or m when the hop is not chunked (argument < 0): the per-hop buffers below
+// hold one chunk, c rows, and are reused by the hop's chunks):
 //   input            T*H*d         routing        T*k*(4+4)      output  T*H*d
 //   output_accum     T*H*a         (forward; freed when the output is written)
 //   d_output         T*H*d         d_input_accum  T*H*a          d_topk_weights T*k*4
+//   (expert mode with a == d: the hops add straight into output / d_input, rounding once
+//   per add; there is no separate accumulator)
 //   expert mode:  weights_current, weights_prefetch   E_l*W*d each
 //                 wgrad_accum, wgrad_inflight          E_l*W*g each (backward)
+//                 after the last hop the owner receives its partition's gradient sum into
+//                 the free wgrad buffer and converts it into the (fp32, persistent) parameter
+//                 gradient: phase "bwd weight gradient home" (when g = 4 it is received
+//                 straight into the parameter gradient and the phase holds only the sender)
 //   token mode:   tokens_current, tokens_prefetch      T*(H*d + k*8 + H*a) each (forward)
 //                                                       T*(2H*d + k*8 + H*a + k*4) each (backward)
 //   per hop:      hop_x m*H*d, hop_gate_up m*2F*d, hop_act m*F*d, hop_y m*H*d (forward);
@@ -128,7 +147,8 @@ struct BufferPlan { std::vector<Buffer> buffers; std::size_t peak_bytes;
                     std::string peak_phase;  ///< the phase at which the peak occurs
 };
 BufferPlan plan_a2a(const MoeProblem&, std::int64_t rows_sent, std::int64_t rows_received, std::int64_t max_rows_per_local_expert);
-BufferPlan plan_ring(const MoeProblem&, RingMode, std::int64_t max_rows_matched_in_one_hop);
+BufferPlan plan_ring(const MoeProblem&, RingMode, std::int64_t max_rows_matched_in_one_hop,
+                     std::int64_t max_rows_in_one_chunk = -1);
 
 /// Bytes of the named buffer in a plan; throws std::out_of_range when absent.
 std::size_t buffer_bytes(const BufferPlan&, const std::string& name);

@@ -48,6 +48,16 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
   EXPECT_EQ(run_bin("check --transport carrier-pigeon"), 2);
   EXPECT_EQ(run_bin("bench-gemm --models gpt-2"), 2);
   EXPECT_EQ(run_bin("run --schedule ring-sideways"), 2);
+  // ring variants: accumulator names and chunk limits (0 = whole hop, never negative)
+  EXPECT_EQ(run_bin("check --ring-accum fp16"), 2);
+  EXPECT_EQ(run_bin("check --ring-accum fp32,half"), 2);
+  EXPECT_EQ(run_bin("check --hop-chunk-rows -1"), 2);
+  EXPECT_EQ(run_bin("check --hop-chunk-rows 8,many"), 2);
+  EXPECT_EQ(run_bin("memory --ring-accum double"), 2);
+  EXPECT_EQ(run_bin("memory --hop-chunk-rows -5"), 2);
+  EXPECT_EQ(run_bin("run --ring-accum fp64"), 2);
+  EXPECT_EQ(run_bin("run --hop-chunk-rows -1"), 2);
+  EXPECT_EQ(run_bin("bench-hop --ring-accum bf16"), 2);  // not an option of bench-hop
 }
 
 TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
@@ -58,6 +68,17 @@ TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("grouped"), GemmImpl::kGrouped);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto"), GemmImpl::kAuto);
   EXPECT_THROW(moehub::gpu::parse_gemm_impl(""), std::invalid_argument);
+  EXPECT_EQ(moehub::gpu::parse_ring_accum("fp32"), moehub::gpu::RingAccum::kFp32);
+  EXPECT_EQ(moehub::gpu::parse_ring_accum("bf16"), moehub::gpu::RingAccum::kBf16);
+  EXPECT_STREQ(moehub::gpu::to_string(moehub::gpu::RingAccum::kBf16), "bf16");
+  try {
+    moehub::gpu::parse_ring_accum("fp16");
+    ADD_FAILURE() << "fp16 accepted";
+  } catch (const std::invalid_argument& e) {
+    // the message names the option and its allowed values
+    EXPECT_NE(std::string(e.what()).find("--ring-accum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp32, bf16"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GpuHarnessArgs, LayerConfigValidation) {
@@ -78,6 +99,13 @@ TEST(GpuHarnessArgs, LayerConfigValidation) {
   bad = c;
   bad.hidden = 100;  // not a multiple of 8 (16-byte rows)
   EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
+  LayerConfig ring = c;
+  ring.ring_accum = moehub::gpu::RingAccum::kBf16;
+  ring.hop_chunk_rows = 1;
+  EXPECT_NO_THROW(moehub::gpu::validate(ring));
+  bad = c;
+  bad.hop_chunk_rows = -1;
+  EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
 }
 
 TEST(GpuHarnessArgs, WithoutADeviceCommandsFailWithOne) {
@@ -86,12 +114,24 @@ TEST(GpuHarnessArgs, WithoutADeviceCommandsFailWithOne) {
   EXPECT_EQ(run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
   EXPECT_EQ(run_bin("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
   EXPECT_EQ(run_bin("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
+  EXPECT_EQ(run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum bf16 --hop-chunk-rows 4"), 1);
+  EXPECT_EQ(run_bin("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum fp32,bf16 --hop-chunk-rows 0,16"), 1);
 }
 
 TEST(GpuLayer, AllSchedulesMatchTheReference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
   // uniform and skewed routing (experts with no tokens), EP 1, 2 and 8, folded ranks
+  // (the ring schedules also run with bf16 accumulators and hop chunks of 8 and 40 rows)
   EXPECT_EQ(run_bin("check --ep 1,2,8 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4"), 0);
+}
+
+TEST(GpuLayer, RingVariantsMatchTheReference) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
+  // bf16 accumulators with chunks of one row (every expert alone) and of 20 rows (below
+  // one hop's rows), on more experts per rank than the default case
+  EXPECT_EQ(run_bin("check --ep 1,2,8 --schedules ring-expert,ring-token --ring-accum bf16,fp32 --hop-chunk-rows 1,20 "
+                    "--tokens 64 --hidden 128 --ffn 64 --experts 32 --top-k 4"),
+            0);
 }
 
 TEST(GpuLayer, GemmImplementationsAgree) {
