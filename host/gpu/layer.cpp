@@ -131,10 +131,10 @@ void MoeLayer::allocate_outputs() {
     o.out = m.alloc_n<bf16_t>(T * H, "out");
     o.d_x = m.alloc_n<bf16_t>(T * H, "d_x");
     o.d_topk_weights = m.alloc_n<float>(T * K, "d_topk_weights");
-    o.d_logits = m.alloc_n<float>(T * E, "d_logits");
+    // d_logits is allocated by the router backward, when it is written (after the experts)
     const std::pair<void*, std::size_t> all[] = {
         {o.probs, T * E * 4}, {o.topk_ids, T * K * 4}, {o.topk_weights, T * K * 4}, {o.out, T * H * 2},
-        {o.d_x, T * H * 2},   {o.d_topk_weights, T * K * 4}, {o.d_logits, T * E * 4}, {o.d_w_part, 3 * El * H * F * 4}};
+        {o.d_x, T * H * 2},   {o.d_topk_weights, T * K * 4}, {o.d_w_part, 3 * El * H * F * 4}};
     for (auto& p : all) MOEHUB_CUDA_CHECK(cudaMemsetAsync(p.first, 0xFF, p.second, r->comp));
     r->counts = m.alloc_n<std::int32_t>(E, "counts");
     r->offsets = m.alloc_n<std::int32_t>(E + 1, "offsets");
@@ -228,6 +228,7 @@ void MoeLayer::exchange_counts() {
 void MoeLayer::router_backward(Rank& r) {
   const Dims d = dims(cfg_);
   phase(r, "router_backward", "compute", r.comp, true);
+  if (!r.out.d_logits) r.out.d_logits = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.E), "d_logits");
   ck(k::router_backward(r.out.topk_ids, r.out.topk_weights, r.out.d_topk_weights, d.T, static_cast<int>(d.E),
                         static_cast<int>(d.K), r.out.d_logits, r.comp),
      "router_backward");
@@ -623,10 +624,10 @@ void MoeLayer::ring_expert() {
       const auto* W = static_cast<const bf16_t*>(pay[0].ptr);
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
       bf16_t* out16 = bwd ? r.out.d_x : r.out.out;
-      // chunks of whole local experts; each chunk's pairs follow the previous chunk's
+      // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
       std::int64_t off = start;
       for (const plan::HopChunk& ch : plan::hop_chunks(rows, cfg_.hop_chunk_rows)) {
-        const std::vector<std::int64_t> crows(rows.begin() + ch.first, rows.begin() + ch.last);
+        const std::vector<std::int64_t>& crows = ch.expert_rows;
         const std::int64_t M = ch.rows, e0 = ch.first;
         const std::int32_t* src = r.pair_src + off;
         off += M;
@@ -756,10 +757,10 @@ void MoeLayer::ring_token() {
         else
           ck(k::scatter_add_rows(b.y, src, K, w, M, H, static_cast<float*>(acc[0].ptr), r.comp), what);
       };
-      // chunks of whole local experts; each chunk's pairs follow the previous chunk's
+      // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
       std::int64_t off = start;
       for (const plan::HopChunk& ch : plan::hop_chunks(rows, cfg_.hop_chunk_rows)) {
-        const std::vector<std::int64_t> crows(rows.begin() + ch.first, rows.begin() + ch.last);
+        const std::vector<std::int64_t>& crows = ch.expert_rows;
         const std::int64_t M = ch.rows, e0 = ch.first;
         const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + off;
         off += M;

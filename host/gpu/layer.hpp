@@ -42,9 +42,10 @@ struct LayerConfig {
   int hidden = 0, ffn = 0, experts = 0, top_k = 0;
   int ep = 1;               ///< N, ranks
   RingAccum ring_accum = RingAccum::kFp32;
-  /// Ring schedules: a hop's matched rows are processed in chunks of consecutive whole
-  /// local experts of at most this many rows (an expert with more rows is a chunk of its
-  /// own; plan::hop_chunks); the hop buffers hold the largest chunk. 0: the whole hop.
+  /// Ring schedules: a hop's matched rows are processed in chunks of at most this many
+  /// rows (consecutive whole local experts while they fit; an expert with more rows is
+  /// split into near-equal pieces; plan::hop_chunks); the hop buffers hold the largest
+  /// chunk. 0: the whole hop.
   std::int64_t hop_chunk_rows = 0;
   int local_experts() const { return experts / ep; }
 };

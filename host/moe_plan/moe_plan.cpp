@@ -127,15 +127,29 @@ std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows, std::int
     throw std::invalid_argument("hop_chunks: max_rows_per_chunk = " + std::to_string(max_rows) +
                                 " must be >= 0 (0 = the whole hop)");
   std::vector<HopChunk> out;
-  const int n = static_cast<int>(rows.size());
-  int e = 0;
-  while (e < n) {
-    HopChunk c{e, e + 1, rows[static_cast<std::size_t>(e)]};
-    while (c.last < n && (max_rows == 0 || c.rows + rows[static_cast<std::size_t>(c.last)] <= max_rows))
-      c.rows += rows[static_cast<std::size_t>(c.last++)];
-    out.push_back(c);
-    e = c.last;
+  HopChunk cur{-1, -1, 0, {}};
+  auto flush = [&] {
+    if (cur.first >= 0) out.push_back(cur);
+    cur = HopChunk{-1, -1, 0, {}};
+  };
+  for (int e = 0; e < static_cast<int>(rows.size()); ++e) {
+    const std::int64_t r = rows[static_cast<std::size_t>(e)];
+    if (max_rows > 0 && r > max_rows) {
+      flush();
+      const std::int64_t pieces = (r + max_rows - 1) / max_rows, base = r / pieces, extra = r % pieces;
+      for (std::int64_t i = 0; i < pieces; ++i) {
+        const std::int64_t pr = base + (i < extra ? 1 : 0);
+        out.push_back(HopChunk{e, e + 1, pr, {pr}});
+      }
+      continue;
+    }
+    if (cur.first >= 0 && max_rows > 0 && cur.rows + r > max_rows) flush();
+    if (cur.first < 0) cur.first = e;
+    cur.last = e + 1;
+    cur.rows += r;
+    cur.expert_rows.push_back(r);
   }
+  flush();
   return out;
 }
 

@@ -66,12 +66,18 @@ int ring_send_peer(int rank, int n);
 int ring_recv_peer(int rank, int n);
 
 // Hop chunks: a hop's matched rows, grouped by local expert (rows_per_expert[i] rows for
-// local expert i, consecutive), are processed in chunks of consecutive whole experts whose
-// rows sum to at most max_rows_per_chunk; a chunk holds at least one expert, so an expert
-// with more rows is a chunk of its own. max_rows_per_chunk = 0 means one chunk for the whole
-// hop. Returns the chunks as [first, last) expert ranges covering every expert in order
-// (none when there are no experts). Throws std::invalid_argument for a negative limit.
-struct HopChunk { int first, last; std::int64_t rows; };
+// local expert i, consecutive), are processed in chunks of at most max_rows_per_chunk rows:
+// consecutive whole experts while they fit, and an expert with more rows than the limit
+// split into the fewest near-equal pieces that fit, one chunk each (its weight gradient then
+// accumulates over its pieces). max_rows_per_chunk = 0 means one chunk for the whole hop.
+// Returns the chunks in order, covering every row once; expert_rows[i] is the rows of local
+// expert first + i in the chunk (none when there are no experts). Throws
+// std::invalid_argument for a negative limit.
+struct HopChunk {
+  int first, last;  ///< local experts [first, last)
+  std::int64_t rows;
+  std::vector<std::int64_t> expert_rows;  ///< last - first entries
+};
 std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);
 /// The largest chunk's rows (0 when there are no rows).
 std::int64_t max_chunk_rows(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);

@@ -310,7 +310,7 @@ TEST(BufferPlan, Fp32GradientPartitionsCostTheRingAtSmallEp) {
   }
 }
 
-TEST(HopChunks, WholeExpertsUpToTheLimit) {
+TEST(HopChunks, WholeExpertsUpToTheLimitAndLargeExpertsSplit) {
   using moehub::plan::hop_chunks;
   const std::vector<std::int64_t> rows = {5, 0, 3, 12, 2, 2};
   auto ranges = [](const std::vector<moehub::plan::HopChunk>& cs) {
@@ -320,14 +320,24 @@ TEST(HopChunks, WholeExpertsUpToTheLimit) {
   };
   using V = std::vector<std::vector<std::int64_t>>;
   EXPECT_EQ(ranges(hop_chunks(rows, 0)), (V{{0, 6, 24}}));  // 0: the whole hop
-  EXPECT_EQ(ranges(hop_chunks(rows, 8)), (V{{0, 3, 8}, {3, 4, 12}, {4, 6, 4}}));
-  // an expert above the limit is a chunk of its own; empty experts join a neighbour
-  EXPECT_EQ(ranges(hop_chunks(rows, 4)), (V{{0, 1, 5}, {1, 3, 3}, {3, 4, 12}, {4, 6, 4}}));
-  EXPECT_EQ(ranges(hop_chunks(rows, 1)), (V{{0, 1, 5}, {1, 2, 0}, {2, 3, 3}, {3, 4, 12}, {4, 5, 2}, {5, 6, 2}}));
+  // an expert above the limit is split into near-equal pieces, one chunk each
+  EXPECT_EQ(ranges(hop_chunks(rows, 8)), (V{{0, 3, 8}, {3, 4, 6}, {3, 4, 6}, {4, 6, 4}}));
+  EXPECT_EQ(ranges(hop_chunks(rows, 4)), (V{{0, 1, 3}, {0, 1, 2}, {1, 3, 3}, {3, 4, 4}, {3, 4, 4}, {3, 4, 4}, {4, 6, 4}}));
+  const auto ones = hop_chunks(rows, 1);
+  ASSERT_EQ(ones.size(), 25u);  // 24 chunks of one row and the empty expert 1 on its own
+  for (const auto& c : ones) EXPECT_LE(c.rows, 1);
+  EXPECT_EQ(ranges({ones[5]}), (V{{1, 2, 0}}));
+  // expert_rows: each chunk's rows per expert, summing to the chunk's rows
+  const auto c8 = hop_chunks(rows, 8);
+  EXPECT_EQ(c8[0].expert_rows, (std::vector<std::int64_t>{5, 0, 3}));
+  EXPECT_EQ(c8[1].expert_rows, (std::vector<std::int64_t>{6}));
+  EXPECT_EQ(c8[3].expert_rows, (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(ranges(hop_chunks({7}, 3)), (V{{0, 1, 3}, {0, 1, 2}, {0, 1, 2}}));
   EXPECT_EQ(ranges(hop_chunks(rows, 24)), (V{{0, 6, 24}}));
   EXPECT_TRUE(hop_chunks({}, 8).empty());
   EXPECT_EQ(ranges(hop_chunks({0, 0}, 8)), (V{{0, 2, 0}}));
-  EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 8), 12);
+  EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 8), 8);
+  EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 5), 5);
   EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 0), 24);
   EXPECT_EQ(moehub::plan::max_chunk_rows({}, 8), 0);
   EXPECT_THROW(hop_chunks(rows, -1), std::invalid_argument);
