@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm-test, gemm, memory, hop, run, tests. Each stage has a time limit; a failing stage does not stop
+# gemm-test, gemm, memory, memory-options, hop, run, run-pub, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -43,6 +43,8 @@ for s in "$@"; do
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;
     memory)
       stage memory 400 "$BIN" memory --ep 8,16,32,64 ;;
+    memory-options)  # the ring's memory options beside the defaults and a2a
+      stage memory_options 500 "$BIN" memory --ep 8,16,32,64 --ring-accum fp32,bf16 --hop-chunk-rows 0,1024 ;;
     hop)
       stage bench_hop 120 "$BIN" bench-hop ;;
     run)
@@ -52,7 +54,8 @@ for s in "$@"; do
     run-pub)
       stage run_pub_ring 200 "$BIN" run --schedule ring-expert --ep 8 --tokens 49152
       stage run_pub_adaptive 200 "$BIN" run --schedule ring --ep 8 --tokens 49152 --iters 1
-      stage run_pub_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 49152 ;;
+      stage run_pub_a2a 200 "$BIN" run --schedule a2a --ep 8 --tokens 49152
+      stage run_pub_ring_bf16_c1024 200 "$BIN" run --schedule ring-expert --ep 8 --tokens 49152 --ring-accum bf16 --hop-chunk-rows 1024 ;;
     nccl1)
       stage nccl_one_rank 120 mpirun --allow-run-as-root -np 1 "$BIN" run --transport nccl --schedule ring-expert --tokens 2048 --rendezvous /tmp ;;
     nccl)  # one rank per GPU over NCCL: as many ranks as GPUs
