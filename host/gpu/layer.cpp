@@ -585,10 +585,21 @@ void MoeLayer::ring_expert() {
     std::vector<HopBufs> hb(L);
     std::vector<std::array<void*, 2>> wbuf(L), gbuf(L);
     std::vector<float*> local_acc(L, nullptr);
+    // bf16 gradient partitions and experts split over several chunks: the pieces' weight
+    // gradients sum in fp32 (one expert's worth) and enter the partition once per hop, as
+    // a whole expert's do, rather than once per piece
+    std::vector<float*> split_dw(L, nullptr);
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, true);
       hb[li] = alloc_hop(*r.mem, d, max_rows(r), bwd);
+      if (bwd && acc16 && cfg_.hop_chunk_rows > 0) {
+        std::int64_t most = 0, st = 0;
+        for (std::int64_t q = 0; q < d.N; ++q)
+          for (std::int64_t m : rows_of(r, q, &st)) most = std::max(most, m);
+        if (most > cfg_.hop_chunk_rows)
+          split_dw[li] = r.mem->alloc_n<float>(static_cast<std::size_t>(3 * d.H * d.F), "ring_split_expert_grad");
+      }
       std::array<std::vector<Segment>, 2> pay, acc;
       for (int s = 0; s < 2; ++s) {
         wbuf[li][static_cast<std::size_t>(s)] = r.mem->alloc(wbytes, "ring_weight_buffer");
@@ -625,7 +636,7 @@ void MoeLayer::ring_expert() {
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
       bf16_t* out16 = bwd ? r.out.d_x : r.out.out;
       // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
-      std::int64_t off = start;
+      std::int64_t off = start, split_done = 0;
       for (const plan::HopChunk& ch : plan::hop_chunks(rows, cfg_.hop_chunk_rows)) {
         const std::vector<std::int64_t>& crows = ch.expert_rows;
         const std::int64_t M = ch.rows, e0 = ch.first;
@@ -653,7 +664,23 @@ void MoeLayer::ring_expert() {
         else
           ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp), "scatter dx");
         wait_acc();
-        if (acc16)
+        const bool piece = ch.last - ch.first == 1 && ch.rows < rows[static_cast<std::size_t>(ch.first)];
+        if (acc16 && piece) {
+          // one expert's view of the fp32 scratch: [H][2F] | [F][H]
+          Dims d1 = d;
+          d1.El = 1;
+          const bool first_piece = split_done == 0;
+          split_done += ch.rows;
+          expert_dw(*r.gemm, impl_, d1, crows, b.x, b.gu, b.a, b.dout, split_dw[li], first_piece ? 0.f : 1.f, 0);
+          if (split_done == rows[static_cast<std::size_t>(ch.first)]) {
+            auto* g16 = static_cast<bf16_t*>(acc[0].ptr);
+            ck(k::add_f32_into_bf16(split_dw[li], 2 * d.H * d.F, g16 + e0 * 2 * d.H * d.F, r.comp), "split dW gate/up");
+            ck(k::add_f32_into_bf16(split_dw[li] + 2 * d.H * d.F, d.F * d.H,
+                                    g16 + 2 * d.El * d.H * d.F + e0 * d.F * d.H, r.comp),
+               "split dW down");
+            split_done = 0;
+          }
+        } else if (acc16)
           expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, static_cast<bf16_t*>(acc[0].ptr), 1.f, e0);
         else
           expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, static_cast<float*>(acc[0].ptr), 1.f, e0);
@@ -671,6 +698,7 @@ void MoeLayer::ring_expert() {
                           r.out.d_w_part, r.comp),
            "weight gradient to fp32");
       free_hop(*r.mem, hb[li]);
+      r.mem->free(split_dw[li]);
       for (int s = 0; s < 2; ++s) {
         r.mem->free(wbuf[li][static_cast<std::size_t>(s)]);
         if (bwd) r.mem->free(gbuf[li][static_cast<std::size_t>(s)]);
