@@ -212,31 +212,54 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
                               {"streams8", GemmImpl::kStreams, 8}, {"streams16", GemmImpl::kStreams, 16},
                               {"grouped", GemmImpl::kGrouped, 8},  {"wgmma", GemmImpl::kWgmma, 8},
                               {"auto", GemmImpl::kAuto, kAutoStreams}};
-  for (const Variant& v : variants) {
-    GemmRunner gv(s, v.streams);
-    const double t1 = time_us(s, 5, 20, [&] { gv.run(gu, v.impl); });
-    const double t2 = time_us(s, 5, 20, [&] { gv.run(dn, v.impl); });
-    std::string name = v.name;
-    if (v.impl == GemmImpl::kGrouped && gv.grouped_fallback()) name += "(fallback-loop)";
-    if (v.impl == GemmImpl::kWgmma && !gv.wgmma_refusal().empty()) name += "(fallback-streams)";
-    out.push_back({M, 2LL * F, H, static_cast<int>(G), name, t1, flops_gu / t1 * 1e-6});
-    out.push_back({M, H, F, static_cast<int>(G), name, t2, flops_dn / t2 * 1e-6});
-    if (print)
-      std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(),
-                  name.c_str(), t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
-    std::fflush(stdout);
-  }
   // dense GEMMs of the same FLOPs: [M][H] x [H][2F] and [M][F] x [F][H]
   GemmCall d1, d2;
   d1.groups.push_back({x, w, y, M, 2LL * F, H});
   d2.groups.push_back({y, w, a, M, H, F});
-  const double t1 = time_us(s, 5, 20, [&] { g.run(d1, GemmImpl::kLoop); });
-  const double t2 = time_us(s, 5, 20, [&] { g.run(d2, GemmImpl::kLoop); });
-  out.push_back({M, 2LL * F, H, 1, "dense", t1, flops_gu / t1 * 1e-6});
-  out.push_back({M, H, F, 1, "dense", t2, flops_dn / t2 * 1e-6});
-  if (print)
-    std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(), "dense-same-flops",
-                t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+  // Every case is timed round-robin (one call of each per round, 20 rounds after 5 warm-up
+  // rounds; median per case), so that the GPU's clock drift over the run is shared by all
+  // cases instead of favouring those measured first.
+  struct Case { std::string name; const GemmCall* call; GemmImpl impl; GemmRunner* runner; std::vector<double> t; };
+  std::vector<std::unique_ptr<GemmRunner>> runners;
+  std::vector<Case> cases;
+  for (const Variant& v : variants) {
+    runners.push_back(std::make_unique<GemmRunner>(s, v.streams));
+    cases.push_back({v.name, &gu, v.impl, runners.back().get(), {}});
+    cases.push_back({v.name, &dn, v.impl, runners.back().get(), {}});
+  }
+  cases.push_back({"dense-same-flops", &d1, GemmImpl::kLoop, &g, {}});
+  cases.push_back({"dense-same-flops", &d2, GemmImpl::kLoop, &g, {}});
+  cudaEvent_t ea, eb;
+  MOEHUB_CUDA_CHECK(cudaEventCreate(&ea));
+  MOEHUB_CUDA_CHECK(cudaEventCreate(&eb));
+  for (int round = 0; round < 25; ++round) {
+    for (Case& c : cases) {
+      MOEHUB_CUDA_CHECK(cudaEventRecord(ea, s));
+      c.runner->run(*c.call, c.impl);
+      MOEHUB_CUDA_CHECK(cudaEventRecord(eb, s));
+      MOEHUB_CUDA_CHECK(cudaEventSynchronize(eb));
+      float ms = 0;
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, ea, eb));
+      if (round >= 5) c.t.push_back(1e3 * ms);
+    }
+  }
+  cudaEventDestroy(ea);
+  cudaEventDestroy(eb);
+  for (std::size_t i = 0; i + 1 < cases.size(); i += 2) {
+    std::string name = cases[i].name;
+    const GemmRunner& gv = *cases[i].runner;
+    if (cases[i].impl == GemmImpl::kGrouped && gv.grouped_fallback()) name += "(fallback-loop)";
+    if (cases[i].impl == GemmImpl::kWgmma && !gv.wgmma_refusal().empty()) name += "(fallback-streams)";
+    const double t1 = median(cases[i].t), t2 = median(cases[i + 1].t);
+    const int groups = cases[i].call->groups.size() == 1 ? 1 : static_cast<int>(G);
+    out.push_back({M, 2LL * F, H, groups, name == "dense-same-flops" ? "dense" : name, t1, flops_gu / t1 * 1e-6});
+    out.push_back({M, H, F, groups, name == "dense-same-flops" ? "dense" : name, t2, flops_dn / t2 * 1e-6});
+    if (print)
+      std::printf("%-18s %-22s gate+up %9.1f us %7.1f TFLOP/s | down %9.1f us %7.1f TFLOP/s\n", label.c_str(),
+                  name.c_str(), t1, flops_gu / t1 * 1e-6, t2, flops_dn / t2 * 1e-6);
+  }
+  std::fflush(stdout);
+  runners.clear();
   runner.reset();
   MOEHUB_CUDA_CHECK(cudaFreeAsync(x, s));
   MOEHUB_CUDA_CHECK(cudaFreeAsync(w, s));
@@ -386,7 +409,7 @@ int cmd_bench_gemm(const Args& a) {
   const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b",
                                 {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
   std::printf("bench-gemm: %lld tokens, balanced routing (rows = tokens * k split evenly over the experts), bf16 in, fp32 "
-              "accumulate, bf16 out; median of 20 after 5 warm-ups; %s\n",
+              "accumulate, bf16 out; cases round-robin, median of 20 rounds after 5 warm-up rounds; %s\n",
               static_cast<long long>(tokens), device_name(0).c_str());
   std::vector<trace::GemmTiming> out;
   for (const Model& m : kModels) {

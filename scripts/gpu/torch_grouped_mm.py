@@ -4,8 +4,10 @@
 Same shapes: tokens * top_k rows split evenly over the experts (the remainder one row
 each to the first experts), bf16 inputs, bf16 output; gate+up as one grouped product
 with N = 2F (the same FLOPs as moehub's two F-wide groups per expert), down with N = H.
-Timed with CUDA events: median of 20 after 5 warm-ups, random inputs (never zeros).
-Also a dense torch.mm of the same FLOPs. Prints one line per shape.
+Timed with CUDA events, the four cases of a model round-robin (one call of each per
+round, 20 rounds after 5 warm-up rounds, median per case: the GPU's clock drift is
+shared by all cases), random inputs (never zeros). Also a dense torch.mm of the same
+FLOPs. Prints one line per shape.
 """
 import argparse
 import statistics
@@ -20,19 +22,19 @@ MODELS = {  # hidden, ffn, experts, top_k (public model configs)
 }
 
 
-def median_us(fn, warm=5, reps=20):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+def round_robin_us(fns, warm=5, reps=20):
+    times = [[] for _ in fns]
+    for r in range(warm + reps):
+        for i, fn in enumerate(fns):
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            if r >= warm:
+                times[i].append(a.elapsed_time(b) * 1e3)
+    return [statistics.median(t) for t in times]
 
 
 def main():
@@ -57,17 +59,19 @@ def main():
         w_dn = ((torch.rand(E, H, F, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02).transpose(-2, -1)
         flops_gu = 2.0 * total * 2 * F * H
         flops_dn = 2.0 * total * F * H
-        try:
-            t_gu = median_us(lambda: torch._grouped_mm(x, w_gu, offs=offs, out_dtype=torch.bfloat16))
-            t_dn = median_us(lambda: torch._grouped_mm(a, w_dn, offs=offs, out_dtype=torch.bfloat16))
-            print(f"{name:18s} torch._grouped_mm       gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
-                  f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
-        except RuntimeError as e:
-            print(f"{name:18s} torch._grouped_mm failed: {e}")
         wd1 = (torch.rand(H, 2 * F, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02
         wd2 = (torch.rand(F, H, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02
-        t1 = median_us(lambda: torch.mm(x, wd1))
-        t2 = median_us(lambda: torch.mm(a, wd2))
+        try:
+            t_gu, t_dn, t1, t2 = round_robin_us([
+                lambda: torch._grouped_mm(x, w_gu, offs=offs, out_dtype=torch.bfloat16),
+                lambda: torch._grouped_mm(a, w_dn, offs=offs, out_dtype=torch.bfloat16),
+                lambda: torch.mm(x, wd1),
+                lambda: torch.mm(a, wd2)])
+        except RuntimeError as e:
+            print(f"{name:18s} torch._grouped_mm failed: {e}")
+            continue
+        print(f"{name:18s} torch._grouped_mm       gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
+              f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
         print(f"{name:18s} torch.mm dense          gate+up {t1:9.1f} us {flops_gu / t1 * 1e-6:7.1f} TFLOP/s | "
               f"down {t2:9.1f} us {flops_dn / t2 * 1e-6:7.1f} TFLOP/s")
         sys.stdout.flush()
