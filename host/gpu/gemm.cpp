@@ -109,18 +109,7 @@ bool GemmRunner::try_wgmma(const GemmCall& c) {
 }
 
 void GemmRunner::run(const GemmCall& c, GemmImpl impl) {
-  bool want_wgmma = impl == GemmImpl::kWgmma;
-  if (impl == GemmImpl::kAuto) {
-    double tiles = 0;
-    int used = 0;
-    for (const GemmGroup& g : c.groups) {
-      if (g.m == 0) continue;
-      tiles += static_cast<double>((g.m + 127) / 128) * static_cast<double>((g.n + 255) / 256);
-      ++used;
-    }
-    want_wgmma = used > 0 && tiles / used <= kAutoWgmmaMaxTilesPerGroup;
-  }
-  if (want_wgmma && !c.groups.empty() && c.groups.front().k > 0) {
+  if ((impl == GemmImpl::kWgmma || impl == GemmImpl::kAuto) && !c.groups.empty() && c.groups.front().k > 0) {
     if (try_wgmma(c)) return;
     if (impl == GemmImpl::kWgmma) impl = GemmImpl::kStreams;
   }

@@ -9,12 +9,10 @@
 //            shape: bf16 C, beta 0, A not transposed, the groups' A and C rows packed one
 //            after the other and their B matrices k*n elements apart; other calls (the
 //            weight gradients, a non-sm_90 device) run as kStreams
-//   kAuto    kWgmma where it applies and the groups are small (on average at most
-//            kAutoWgmmaMaxTilesPerGroup output tiles of 128 x 256, two waves of an H200:
-//            Qwen3-30B-A3B, Qwen1.5-MoE-A2.7B); otherwise kLoop for at most
-//            kAutoLoopMaxGroups groups (each GEMM fills the GPU: Mixtral-8x7B, where
-//            cuBLAS is 5-8 % faster), else kStreams: the choices bench-gemm measured
-//            fastest on the H200 (docs/results/gpu-h200.md)
+//   kAuto    kWgmma where it applies (on the H200 it was the fastest on every expert
+//            GEMM of Mixtral-8x7B, Qwen3-30B-A3B and Qwen1.5-MoE-A2.7B, the cases timed
+//            round-robin); otherwise kLoop for at most kAutoLoopMaxGroups groups (each
+//            GEMM fills the GPU), else kStreams (docs/results/gpu-h200.md)
 #pragma once
 
 #include <cublas_v2.h>
@@ -28,7 +26,6 @@ namespace moehub::gpu {
 
 enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
-constexpr double kAutoWgmmaMaxTilesPerGroup = 264;
 constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
 GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "wgmma" | "auto"; throws std::invalid_argument

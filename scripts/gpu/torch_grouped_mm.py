@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Expert-GEMM throughput of torch._grouped_mm on the shapes moehub-gpu bench-gemm uses.
+"""Expert-GEMM throughput of torch._grouped_mm on the shapes moehub-gpu bench-gemm uses,
+and of moehub's grouped GEMM kernel (libmoehub_gemm_capi.so, loaded with ctypes) in the
+same process, on the same tensors and stream.
 
 Same shapes: tokens * top_k rows split evenly over the experts (the remainder one row
 each to the first experts), bf16 inputs, bf16 output; gate+up as one grouped product
@@ -7,9 +9,16 @@ with N = 2F (the same FLOPs as moehub's two F-wide groups per expert), down with
 Timed with CUDA events, the four cases of a model round-robin (one call of each per
 round, 20 rounds after 5 warm-up rounds, median per case: the GPU's clock drift is
 shared by all cases), random inputs (never zeros). Also a dense torch.mm of the same
-FLOPs. Prints one line per shape.
+FLOPs. Prints one line per shape. With the moehub library (found under build/*/kernels
+or given by --moehub-lib) two more cases join the same rounds: the kernel on torch's own
+tensors (B stored [E][N][K]) and on the layer's layout (B stored [E][K][N]); each of its
+outputs is checked against torch._grouped_mm's (largest difference relative to the
+largest value).
 """
 import argparse
+import ctypes
+import glob
+import os
 import statistics
 import sys
 
@@ -37,16 +46,60 @@ def round_robin_us(fns, warm=5, reps=20):
     return [statistics.median(t) for t in times]
 
 
+def load_moehub(path):
+    if not path:
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        found = sorted(glob.glob(os.path.join(root, "build", "*", "kernels", "libmoehub_gemm_capi.so")))
+        path = found[0] if found else None
+    if not path:
+        return None
+    lib = ctypes.CDLL(path)
+    lib.moehub_grouped_gemm_bf16.restype = ctypes.c_int
+    lib.moehub_grouped_gemm_bf16.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+                                             ctypes.c_longlong, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong),
+                                             ctypes.c_int, ctypes.c_void_p]
+    lib.moehub_grouped_gemm_unsupported.restype = ctypes.c_int
+    lib.moehub_grouped_gemm_unsupported.argtypes = lib.moehub_grouped_gemm_bf16.argtypes[:8] + [ctypes.c_char_p,
+                                                                                              ctypes.c_int]
+    return lib, path
+
+
+def moehub_call(lib, a, b, c, n, k, b_nk, rows):
+    """A closure that enqueues moehub's grouped GEMM on torch's current stream."""
+    arr = (ctypes.c_longlong * len(rows))(*rows)
+    args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), n, k, 1 if b_nk else 0, arr, len(rows))
+    why = ctypes.create_string_buffer(256)
+    if lib.moehub_grouped_gemm_unsupported(*args, why, 256):
+        raise RuntimeError("moehub grouped GEMM refused the call: " + why.value.decode())
+
+    def run():
+        err = lib.moehub_grouped_gemm_bf16(*args, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if err:
+            raise RuntimeError(f"moehub grouped GEMM launch failed: cudaError {err}")
+    return run
+
+
+def rel_diff(x, ref):
+    return ((x.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--moehub-lib", default="", help="path of libmoehub_gemm_capi.so (default: build/*/kernels)")
     args = p.parse_args()
     if not hasattr(torch, "_grouped_mm"):
         print("torch._grouped_mm is not available in torch", torch.__version__)
         return 1
     dev = torch.device("cuda")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, tokens {args.tokens}")
+    try:
+        moehub = load_moehub(args.moehub_lib)
+    except OSError as e:
+        print("moehub grouped GEMM library could not be loaded:", e)
+        moehub = None
+    print("moehub grouped GEMM:", moehub[1] if moehub else "library not found (build the gpu preset), not timed")
     for name in args.models.split(","):
         H, F, E, k = MODELS[name]
         total = args.tokens * k
@@ -61,19 +114,56 @@ def main():
         flops_dn = 2.0 * total * F * H
         wd1 = (torch.rand(H, 2 * F, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02
         wd2 = (torch.rand(F, H, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02
+        cases = [lambda: torch._grouped_mm(x, w_gu, offs=offs, out_dtype=torch.bfloat16),
+                 lambda: torch._grouped_mm(a, w_dn, offs=offs, out_dtype=torch.bfloat16),
+                 lambda: torch.mm(x, wd1),
+                 lambda: torch.mm(a, wd2)]
+        labels = ["torch._grouped_mm", "torch.mm dense"]
+        if moehub:
+            try:
+                lib = moehub[0]
+                # the layer's layout: B stored [E][K][N]
+                w_gu_kn = ((torch.rand(E, H, 2 * F, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02)
+                w_dn_kn = ((torch.rand(E, F, H, device=dev, dtype=torch.bfloat16) * 2 - 1) * 0.02)
+                y_gu = torch.empty(total, 2 * F, device=dev, dtype=torch.bfloat16)
+                y_dn = torch.empty(total, H, device=dev, dtype=torch.bfloat16)
+                y_gu2 = torch.empty_like(y_gu)
+                y_dn2 = torch.empty_like(y_dn)
+                # torch's tensors: w_gu is a [E][K][N] view of [E][N][K] storage (data_ptr is the storage's start)
+                assert w_gu.transpose(-2, -1).is_contiguous() and w_dn.transpose(-2, -1).is_contiguous()
+                cases += [moehub_call(lib, x, w_gu, y_gu, 2 * F, H, True, rows),
+                          moehub_call(lib, a, w_dn, y_dn, H, F, True, rows),
+                          moehub_call(lib, x, w_gu_kn, y_gu2, 2 * F, H, False, rows),
+                          moehub_call(lib, a, w_dn_kn, y_dn2, H, F, False, rows)]
+                labels += ["moehub wgmma B[n][k]", "moehub wgmma B[k][n]"]
+                # the kernel against torch._grouped_mm on the same inputs
+                cases[4]()
+                cases[5]()
+                ref_gu = torch._grouped_mm(x, w_gu, offs=offs, out_dtype=torch.bfloat16)
+                ref_dn = torch._grouped_mm(a, w_dn, offs=offs, out_dtype=torch.bfloat16)
+                # the same values in the layout torch prefers
+                ref_gu2 = torch._grouped_mm(x, w_gu_kn.transpose(-2, -1).contiguous().transpose(-2, -1), offs=offs,
+                                            out_dtype=torch.bfloat16)
+                ref_dn2 = torch._grouped_mm(a, w_dn_kn.transpose(-2, -1).contiguous().transpose(-2, -1), offs=offs,
+                                            out_dtype=torch.bfloat16)
+                cases[6]()
+                cases[7]()
+                torch.cuda.synchronize()
+                print(f"{name:18s} moehub vs torch._grouped_mm outputs, max |diff| / max |ref|: gate+up "
+                      f"{rel_diff(y_gu, ref_gu):.2e} / {rel_diff(y_gu2, ref_gu2):.2e}, down "
+                      f"{rel_diff(y_dn, ref_dn):.2e} / {rel_diff(y_dn2, ref_dn2):.2e} (B [n][k] / [k][n])")
+            except (RuntimeError, OSError) as e:
+                print(f"{name:18s} moehub grouped GEMM not timed: {e}")
+                cases, labels = cases[:4], labels[:2]
         try:
-            t_gu, t_dn, t1, t2 = round_robin_us([
-                lambda: torch._grouped_mm(x, w_gu, offs=offs, out_dtype=torch.bfloat16),
-                lambda: torch._grouped_mm(a, w_dn, offs=offs, out_dtype=torch.bfloat16),
-                lambda: torch.mm(x, wd1),
-                lambda: torch.mm(a, wd2)])
+            t = round_robin_us(cases)
         except RuntimeError as e:
-            print(f"{name:18s} torch._grouped_mm failed: {e}")
+            print(f"{name:18s} failed: {e}")
             continue
-        print(f"{name:18s} torch._grouped_mm       gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
-              f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
-        print(f"{name:18s} torch.mm dense          gate+up {t1:9.1f} us {flops_gu / t1 * 1e-6:7.1f} TFLOP/s | "
-              f"down {t2:9.1f} us {flops_dn / t2 * 1e-6:7.1f} TFLOP/s")
+        for i, label in enumerate(labels):
+            t_gu, t_dn = t[2 * i], t[2 * i + 1]
+            print(f"{name:18s} {label:22s}  gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
+                  f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
         sys.stdout.flush()
     return 0
 
