@@ -328,10 +328,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 std::string grouped_gemm_unsupported(const GroupedGemmArgs& a) {
-  const DeviceInfo dev = device_info();
-  if (dev.major != 9 || dev.minor != 0)
-    return "needs an sm_90 GPU (this one is sm_" + std::to_string(dev.major) + std::to_string(dev.minor) + ")";
-  if (!encode_fn()) return "the driver has no cuTensorMapEncodeTiled";
+  // the call's shape first (no device needed), then the device
   if (a.rows.empty()) return "no groups";
   if (a.rows.size() > static_cast<std::size_t>(kGroupedGemmMaxGroups))
     return "more than " + std::to_string(kGroupedGemmMaxGroups) + " groups";
@@ -347,6 +344,12 @@ std::string grouped_gemm_unsupported(const GroupedGemmArgs& a) {
   }
   if (rows + kBM > INT_MAX || a.n > INT_MAX / 2 || a.k > INT_MAX / 2 || tiles > INT_MAX)
     return "sizes past 32-bit tile coordinates";
+  const DeviceInfo dev = device_info();
+  if (dev.major != 9 || dev.minor != 0)
+    return "needs an sm_90 GPU (" +
+           (dev.major == 0 ? std::string("no CUDA device") : "this one is sm_" + std::to_string(dev.major) + std::to_string(dev.minor)) +
+           ")";
+  if (!encode_fn()) return "the driver has no cuTensorMapEncodeTiled";
   return {};
 }
 

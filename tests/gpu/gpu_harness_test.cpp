@@ -66,6 +66,7 @@ TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
   EXPECT_EQ(moehub::gpu::parse_schedule("ring-token"), Schedule::kRingToken);
   EXPECT_THROW(moehub::gpu::parse_schedule("ring"), std::invalid_argument);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("grouped"), GemmImpl::kGrouped);
+  EXPECT_EQ(moehub::gpu::parse_gemm_impl("wgmma"), GemmImpl::kWgmma);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto"), GemmImpl::kAuto);
   EXPECT_THROW(moehub::gpu::parse_gemm_impl(""), std::invalid_argument);
   EXPECT_EQ(moehub::gpu::parse_ring_accum("fp32"), moehub::gpu::RingAccum::kFp32);
@@ -78,6 +79,46 @@ TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
     // the message names the option and its allowed values
     EXPECT_NE(std::string(e.what()).find("--ring-accum"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("fp32, bf16"), std::string::npos) << e.what();
+  }
+}
+
+// The wgmma kernel's contract is checked before any device is touched, so calls outside it
+// are refused with the reason on every machine (and fall back to cuBLAS in GemmRunner).
+TEST(GpuGemmArgs, WgmmaRefusesCallsOutsideItsContract) {
+  alignas(16) static std::uint16_t buf[64];
+  moehub::kernels::GroupedGemmArgs ok;
+  ok.a = buf;
+  ok.b = buf;
+  ok.c = buf;
+  ok.n = 64;
+  ok.k = 64;
+  ok.rows = {3, 0, 5};
+  auto why = [](moehub::kernels::GroupedGemmArgs a) { return moehub::kernels::grouped_gemm_unsupported(a); };
+  auto bad = ok;
+  bad.rows.clear();
+  EXPECT_EQ(why(bad), "no groups");
+  bad = ok;
+  bad.rows.assign(moehub::kernels::kGroupedGemmMaxGroups + 1, 1);
+  EXPECT_NE(why(bad).find("more than 256 groups"), std::string::npos);
+  bad = ok;
+  bad.n = 100;
+  EXPECT_NE(why(bad).find("multiples of 8"), std::string::npos);
+  bad = ok;
+  bad.k = 0;
+  EXPECT_NE(why(bad).find("positive"), std::string::npos);
+  bad = ok;
+  bad.c = buf + 1;  // 2 bytes past an aligned address
+  EXPECT_NE(why(bad).find("16-byte aligned"), std::string::npos);
+  bad = ok;
+  bad.rows = {4, -1};
+  EXPECT_EQ(why(bad), "negative row count");
+  bad = ok;
+  bad.rows = {1LL << 31};
+  EXPECT_EQ(why(bad), "sizes past 32-bit tile coordinates");
+  // a call inside the contract is refused only for the device, if at all
+  const std::string r = why(ok);
+  if (!have_device()) {
+    EXPECT_NE(r.find("no CUDA device"), std::string::npos) << r;
   }
 }
 
