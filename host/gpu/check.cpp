@@ -163,26 +163,7 @@ int cmd_check(const Args& a) {
       // float64 reference router over all ranks' tokens
       ref::LayerShape all{static_cast<std::int64_t>(N * T), c.hidden, c.ffn, c.experts, c.top_k};
       const ref::RouterOutput rr = ref::router_forward(all, g.x, g.w_router);
-      struct Variant {
-        std::string label;
-        Schedule s;
-        RingAccum accum;
-        std::int64_t chunk;
-      };
-      std::vector<Variant> variants;
-      for (const std::string& sn : scheds) {
-        const Schedule s = parse_schedule(sn);
-        if (s == Schedule::kA2A) {
-          variants.push_back({sn, s, RingAccum::kFp32, 0});
-          continue;
-        }
-        for (const std::string& an : accums) {
-          for (std::int64_t ch : chunks) {
-            const bool plain = an == "fp32" && ch == 0;
-            variants.push_back({plain ? sn : sn + "/" + an + "/c" + std::to_string(ch), s, parse_ring_accum(an), ch});
-          }
-        }
-      }
+      const std::vector<LayerVariant> variants = layer_variants(scheds, accums, chunks);
       // the float64 expert reference depends only on the routing the GPU chose: computed
       // once per routing seen
       std::vector<std::int32_t> cached_ids;
@@ -190,11 +171,11 @@ int cmd_check(const Args& a) {
       bool have_ref = false;
       ref::ExpertGrads rg;
       std::vector<double> ref_out, ref_dlog;
-      for (const Variant& var : variants) {
+      for (const LayerVariant& var : variants) {
         const std::string& sname = var.label;
-        const Schedule s = var.s;
+        const Schedule s = var.schedule;
         ++cases;
-        layer.set_ring_options(var.accum, var.chunk);
+        layer.set_ring_options(var.accum, var.chunk_rows);
         layer.allocate_outputs();
         layer.run(s);
         layer.synchronize();

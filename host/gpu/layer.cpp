@@ -61,6 +61,27 @@ Schedule parse_schedule(const std::string& s) {
   throw std::invalid_argument("schedule must be one of a2a, ring-expert, ring-token (got '" + s + "')");
 }
 
+std::vector<LayerVariant> layer_variants(const std::vector<std::string>& schedules,
+                                         const std::vector<std::string>& accums,
+                                         const std::vector<std::int64_t>& chunk_rows) {
+  std::vector<LayerVariant> out;
+  for (const std::string& sn : schedules) {
+    const Schedule s = parse_schedule(sn);
+    if (s == Schedule::kA2A) {
+      out.push_back({sn, s, RingAccum::kFp32, 0});
+      continue;
+    }
+    for (const std::string& an : accums) {
+      const RingAccum a = parse_ring_accum(an);
+      for (std::int64_t ch : chunk_rows) {
+        const bool plain = a == RingAccum::kFp32 && ch == 0;
+        out.push_back({plain ? sn : sn + "/" + an + "/c" + std::to_string(ch), s, a, ch});
+      }
+    }
+  }
+  return out;
+}
+
 Rank::Rank(int r, int device) : rank(r) {
   MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
   MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));

@@ -56,6 +56,20 @@ enum class Schedule { kA2A, kRingExpert, kRingToken };
 const char* to_string(Schedule);  ///< "a2a", "ring-expert", "ring-token"
 Schedule parse_schedule(const std::string&);
 
+/// One configuration of the layer that check and memory run: a schedule with the ring's
+/// options. a2a gives one variant; each ring schedule one per (accumulators, chunk rows),
+/// labelled by its name for fp32 / whole hops and "schedule/accum/c<rows>" otherwise.
+struct LayerVariant {
+  std::string label;
+  Schedule schedule;
+  RingAccum accum;
+  std::int64_t chunk_rows;
+};
+/// Throws std::invalid_argument for an unknown schedule or accumulator name.
+std::vector<LayerVariant> layer_variants(const std::vector<std::string>& schedules,
+                                         const std::vector<std::string>& accums,
+                                         const std::vector<std::int64_t>& chunk_rows);
+
 struct RankInputs {
   bf16_t* x = nullptr;
   bf16_t* w_router = nullptr;

@@ -279,24 +279,7 @@ int cmd_memory(const Args& a) {
   // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
   const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
   const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
-  struct Variant {
-    std::string label, sched;
-    RingAccum accum;
-    std::int64_t chunk;
-  };
-  std::vector<Variant> variants;
-  for (const std::string& sn : scheds) {
-    if (sn == "a2a") {
-      variants.push_back({sn, sn, RingAccum::kFp32, 0});
-      continue;
-    }
-    for (const std::string& an : accums) {
-      for (std::int64_t ch : chunks) {
-        const bool plain = an == "fp32" && ch == 0;
-        variants.push_back({plain ? sn : sn + "/" + an + "/c" + std::to_string(ch), sn, parse_ring_accum(an), ch});
-      }
-    }
-  }
+  const std::vector<LayerVariant> variants = layer_variants(scheds, accums, chunks);
   for (std::int64_t ep : eps) {
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -327,9 +310,9 @@ int cmd_memory(const Args& a) {
       MoeLayer layer(c, *tr, impl);
       layer.allocate_inputs();
       fill_inputs(layer, 1234);
-      for (const Variant& v : variants) {
+      for (const LayerVariant& v : variants) {
         const std::string& sn = v.label;
-        layer.set_ring_options(v.accum, v.chunk);
+        layer.set_ring_options(v.accum, v.chunk_rows);
         std::vector<std::int64_t> peaks, pools, above;
         std::string top;
         try {
@@ -339,7 +322,7 @@ int cmd_memory(const Args& a) {
             base_bytes.push_back(r->mem->in_use());
           }
           layer.allocate_outputs();
-          layer.run(parse_schedule(v.sched));
+          layer.run(v.schedule);
           layer.synchronize();
           for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
             auto& r = layer.ranks()[i];
@@ -355,16 +338,16 @@ int cmd_memory(const Args& a) {
           // prediction for rank 0 from its exact counts
           const RowStats rs = row_stats(c, layer.ranks()[0]->count_matrix, 0);
           plan::BufferPlan bp;
-          if (v.sched == "a2a") {
+          if (v.schedule == Schedule::kA2A) {
             bp = plan::plan_a2a(problem(c), rs.sent, rs.received, rs.max_local);
           } else {
             // the ring's accumulators and gradient partitions as the layer holds them
             plan::MoeProblem pp = problem(c);
             pp.accum_bytes = pp.grad_bytes = v.accum == RingAccum::kBf16 ? 2 : 4;
-            const bool ex = v.sched == "ring-expert";
+            const bool ex = v.schedule == Schedule::kRingExpert;
             bp = plan::plan_ring(pp, ex ? plan::RingMode::kExpert : plan::RingMode::kToken,
                                  ex ? rs.max_hop_expert : rs.max_hop_token,
-                                 max_chunk_of_rank(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk));
+                                 max_chunk_of_rank(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk_rows));
           }
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
@@ -386,9 +369,9 @@ int cmd_memory(const Args& a) {
         }
         std::fflush(stdout);
       }
-      for (const Variant& v : variants) {
+      for (const LayerVariant& v : variants) {
         const std::string& ring = v.label;
-        if (v.sched != "a2a" && peak_of.count("a2a") && peak_of.count(ring))
+        if (v.schedule != Schedule::kA2A && peak_of.count("a2a") && peak_of.count(ring))
           std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep),
                       ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
