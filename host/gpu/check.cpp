@@ -115,14 +115,9 @@ int cmd_check(const Args& a) {
   std::printf("check: seed %llu (rerun with --seed %llu), tolerance %.0e, gemm %s, transport %s%s\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), tol, to_string(impl),
               tname.c_str(), nccl ? (", rank " + std::to_string(me)).c_str() : "");
-  {
-    std::string al, cl;
-    for (const auto& x : accums) al += (al.empty() ? "" : ",") + x;
-    for (auto x : chunks) cl += (cl.empty() ? "" : ",") + std::to_string(x);
-    std::printf("check: ring schedules with accumulators %s x hop chunk rows %s (0 = whole hop); a ring case "
-                "other than fp32 / 0 is named schedule/accumulators/c<rows>\n",
-                al.c_str(), cl.c_str());
-  }
+  std::printf("check: ring schedules with accumulators %s x hop chunk rows %s (0 = whole hop); a ring case "
+              "other than fp32 / 0 is named schedule/accumulators/c<rows>\n",
+              join(accums).c_str(), join(chunks).c_str());
   int failures = 0, cases = 0;
   for (std::int64_t ep : eps) {
     for (const std::string& routing : routings) {

@@ -79,4 +79,16 @@ std::vector<std::string> Args::str_list(const std::string& k, const std::string&
   return out;
 }
 
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+  return out;
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::vector<std::string> s;
+  for (auto x : v) s.push_back(std::to_string(x));
+  return join(s);
+}
+
 }  // namespace moehub::gpu

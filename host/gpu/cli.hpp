@@ -15,6 +15,10 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// "a,b,c": a list option's values as the user would write them.
+std::string join(const std::vector<std::string>& v);
+std::string join(const std::vector<std::int64_t>& v);
+
 class Args {
  public:
   Args(int argc, char** argv, int first, const std::set<std::string>& allowed);

@@ -291,14 +291,9 @@ int cmd_memory(const Args& a) {
   }
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
               static_cast<long long>(base.tokens), base.hidden, base.ffn, base.experts, base.top_k, device_name(0).c_str());
-  {
-    std::string al, cl;
-    for (const auto& x : accums) al += (al.empty() ? "" : ",") + x;
-    for (auto x : chunks) cl += (cl.empty() ? "" : ",") + std::to_string(x);
-    std::printf("memory: ring accumulators %s, hop chunk rows %s (0 = whole hop; a2a unaffected); a ring row other "
-                "than fp32 / 0 is named schedule/accumulators/c<rows>\n",
-                al.c_str(), cl.c_str());
-  }
+  std::printf("memory: ring accumulators %s, hop chunk rows %s (0 = whole hop; a2a unaffected); a ring row other "
+              "than fp32 / 0 is named schedule/accumulators/c<rows>\n",
+              join(accums).c_str(), join(chunks).c_str());
   std::printf("%-4s %-12s %13s %15s %14s %14s  %s\n", "ep", "schedule", "peak_max_GiB", "above_inputs_GiB",
               "pool_high_GiB", "plan_GiB", "largest buffers at rank 0's peak");
   for (std::int64_t ep : eps) {  // every EP was validated above
