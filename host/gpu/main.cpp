@@ -24,7 +24,7 @@ const char* kUsage =
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
     "              --ring-accum fp32|bf16[,...] --hop-chunk-rows 0[,N...] (ring rows per variant; a2a once)\n"
     "  bench-gemm  expert GEMM throughput (loop, streams, grouped, wgmma, auto) vs a dense GEMM of the same FLOPs\n"
-    "              --tokens 16384 --models mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b\n"
+    "              --tokens 16384 --models mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b --routing balanced|skewed\n"
     "  bench-hop   one ring-expert hop: compute, copy, and both overlapped\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8\n"
     "  run         time the layer and optionally write a trace\n"
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     } else if (cmd == "memory") {
       rc = cmd_memory(Args(argc, argv, 2, with({"ep", "schedules", "ring-accum", "hop-chunk-rows"})));
     } else if (cmd == "bench-gemm") {
-      rc = cmd_bench_gemm(Args(argc, argv, 2, {"tokens", "models"}));
+      rc = cmd_bench_gemm(Args(argc, argv, 2, {"tokens", "models", "routing"}));
     } else if (cmd == "bench-hop") {
       rc = cmd_bench_hop(Args(argc, argv, 2, with({"ep"})));
     } else if (cmd == "run") {

@@ -165,6 +165,24 @@ std::vector<std::int64_t> balanced_rows(std::int64_t total, int groups) {
   return r;
 }
 
+/// Rows of expert e proportional to (e + 1)^-0.5, rounded down, the remainder one row each
+/// to the first experts: a fixed, reproducible imbalance (128 experts: the largest gets
+/// 6.0x the mean, the smallest 0.53x). scripts/gpu/torch_grouped_mm.py --routing skewed
+/// computes the same rows.
+std::vector<std::int64_t> skewed_rows(std::int64_t total, int groups) {
+  double sum = 0;
+  for (int e = 0; e < groups; ++e) sum += std::pow(static_cast<double>(e + 1), -0.5);
+  std::vector<std::int64_t> r(static_cast<std::size_t>(groups));
+  std::int64_t used = 0;
+  for (int e = 0; e < groups; ++e) {
+    r[static_cast<std::size_t>(e)] =
+        static_cast<std::int64_t>(std::floor(static_cast<double>(total) * std::pow(static_cast<double>(e + 1), -0.5) / sum));
+    used += r[static_cast<std::size_t>(e)];
+  }
+  for (std::int64_t i = 0; i < total - used; ++i) ++r[static_cast<std::size_t>(i % groups)];
+  return r;
+}
+
 /// Times the forward expert GEMMs (gate+up, then down) of one shape set with each
 /// implementation and a dense GEMM of the same FLOPs; appends to `out`.
 void bench_shapes(const std::string& label, int H, int F, const std::vector<std::int64_t>& rows,
@@ -386,13 +404,23 @@ int cmd_bench_gemm(const Args& a) {
   const std::int64_t tokens = a.integer("tokens", 16384, 1, 1 << 20);
   const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b",
                                 {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
-  std::printf("bench-gemm: %lld tokens, balanced routing (rows = tokens * k split evenly over the experts), bf16 in, fp32 "
+  const std::string routing = a.str("routing", "balanced");
+  if (routing != "balanced" && routing != "skewed")
+    throw UsageError("bench-gemm: --routing must be balanced or skewed (got '" + routing + "')");
+  const bool skewed = routing == "skewed";
+  std::printf("bench-gemm: %lld tokens, %s routing (rows = tokens * k %s), bf16 in, fp32 "
               "accumulate, bf16 out; cases round-robin, median of 20 rounds after 5 warm-up rounds; %s\n",
-              static_cast<long long>(tokens), device_name(0).c_str());
+              static_cast<long long>(tokens), routing.c_str(),
+              skewed ? "over the experts in proportion to (e + 1)^-0.5" : "split evenly over the experts",
+              device_name(0).c_str());
   std::vector<trace::GemmTiming> out;
   for (const Model& m : kModels) {
     if (std::find(names.begin(), names.end(), m.name) == names.end()) continue;
-    bench_shapes(m.name, m.hidden, m.ffn, balanced_rows(tokens * m.top_k, m.experts), out, true);
+    const auto rows = skewed ? skewed_rows(tokens * m.top_k, m.experts) : balanced_rows(tokens * m.top_k, m.experts);
+    std::printf("%-18s rows per expert: %lld..%lld\n", m.name.c_str(),
+                static_cast<long long>(*std::min_element(rows.begin(), rows.end())),
+                static_cast<long long>(*std::max_element(rows.begin(), rows.end())));
+    bench_shapes(m.name, m.hidden, m.ffn, rows, out, true);
   }
   return 0;
 }

@@ -18,6 +18,7 @@ largest value).
 import argparse
 import ctypes
 import glob
+import math
 import os
 import statistics
 import sys
@@ -29,6 +30,21 @@ MODELS = {  # hidden, ffn, experts, top_k (public model configs)
     "qwen3-30b-a3b": (2048, 768, 128, 8),
     "qwen1.5-moe-a2.7b": (2048, 1408, 60, 4),
 }
+
+
+def expert_rows(total, experts, routing):
+    """Rows per expert: even split, or in proportion to (e + 1)^-0.5 (moehub-gpu bench-gemm
+    --routing skewed computes the same rows)."""
+    if routing == "balanced":
+        return [total // experts + (1 if i < total % experts else 0) for i in range(experts)]
+    w = [math.pow(e + 1, -0.5) for e in range(experts)]
+    s = 0.0
+    for x in w:
+        s += x
+    rows = [int(math.floor(total * x / s)) for x in w]
+    for i in range(total - sum(rows)):
+        rows[i % experts] += 1
+    return rows
 
 
 def round_robin_us(fns, warm=5, reps=20):
@@ -88,12 +104,13 @@ def main():
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--moehub-lib", default="", help="path of libmoehub_gemm_capi.so (default: build/*/kernels)")
+    p.add_argument("--routing", choices=["balanced", "skewed"], default="balanced")
     args = p.parse_args()
     if not hasattr(torch, "_grouped_mm"):
         print("torch._grouped_mm is not available in torch", torch.__version__)
         return 1
     dev = torch.device("cuda")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, tokens {args.tokens}")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, tokens {args.tokens}, {args.routing} routing")
     try:
         moehub = load_moehub(args.moehub_lib)
     except OSError as e:
@@ -103,7 +120,8 @@ def main():
     for name in args.models.split(","):
         H, F, E, k = MODELS[name]
         total = args.tokens * k
-        rows = [total // E + (1 if i < total % E else 0) for i in range(E)]
+        rows = expert_rows(total, E, args.routing)
+        print(f"{name:18s} rows per expert: {min(rows)}..{max(rows)} ({args.routing})")
         offs = torch.tensor(rows, dtype=torch.int32, device=dev).cumsum(0).to(torch.int32)
         x = (torch.rand(total, H, device=dev, dtype=torch.bfloat16) * 2 - 1)
         a = (torch.rand(total, F, device=dev, dtype=torch.bfloat16) * 2 - 1)

@@ -47,6 +47,7 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
   EXPECT_EQ(run_bin("check --gemm fastest"), 2);
   EXPECT_EQ(run_bin("check --transport carrier-pigeon"), 2);
   EXPECT_EQ(run_bin("bench-gemm --models gpt-2"), 2);
+  EXPECT_EQ(run_bin("bench-gemm --routing zipf"), 2);
   EXPECT_EQ(run_bin("run --schedule ring-sideways"), 2);
   // ring variants: accumulator names and chunk limits (0 = whole hop, never negative)
   EXPECT_EQ(run_bin("check --ring-accum fp16"), 2);
