@@ -406,7 +406,7 @@ int cmd_bench_gemm(const Args& a) {
                                 {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
   const std::string routing = a.str("routing", "balanced");
   if (routing != "balanced" && routing != "skewed")
-    throw UsageError("bench-gemm: --routing must be balanced or skewed (got '" + routing + "')");
+    throw UsageError("--routing must be balanced or skewed (got '" + routing + "')");
   const bool skewed = routing == "skewed";
   std::printf("bench-gemm: %lld tokens, %s routing (rows = tokens * k %s), bf16 in, fp32 "
               "accumulate, bf16 out; cases round-robin, median of 20 rounds after 5 warm-up rounds; %s\n",
