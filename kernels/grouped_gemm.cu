@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace moehub::kernels {
 namespace {
@@ -310,16 +311,31 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
+// The current device's properties and whether the kernels' shared-memory limit was raised
+// on it, looked up once per device and thread: a launch is made per expert GEMM call, many
+// per ring hop, so it should cost no driver queries beyond cudaGetDevice.
 struct DeviceInfo {
+  int device = -1;
   int major = 0, minor = 0, sms = 0;
+  bool smem_set = false;
 };
-DeviceInfo device_info() {
+DeviceInfo& device_info() {
+  static thread_local std::vector<DeviceInfo> known;
+  static thread_local DeviceInfo none;
   int dev = 0;
-  DeviceInfo i;
-  if (cudaGetDevice(&dev) != cudaSuccess) return i;
-  cudaDeviceGetAttribute(&i.major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&i.minor, cudaDevAttrComputeCapabilityMinor, dev);
-  cudaDeviceGetAttribute(&i.sms, cudaDevAttrMultiProcessorCount, dev);
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();  // leave no sticky error behind for the caller
+    none = DeviceInfo{};
+    return none;
+  }
+  if (static_cast<std::size_t>(dev) >= known.size()) known.resize(static_cast<std::size_t>(dev) + 1);
+  DeviceInfo& i = known[static_cast<std::size_t>(dev)];
+  if (i.device < 0) {
+    i.device = dev;
+    cudaDeviceGetAttribute(&i.major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&i.minor, cudaDevAttrComputeCapabilityMinor, dev);
+    cudaDeviceGetAttribute(&i.sms, cudaDevAttrMultiProcessorCount, dev);
+  }
   return i;
 }
 
@@ -344,7 +360,7 @@ std::string grouped_gemm_unsupported(const GroupedGemmArgs& a) {
   }
   if (rows + kBM > INT_MAX || a.n > INT_MAX / 2 || a.k > INT_MAX / 2 || tiles > INT_MAX)
     return "sizes past 32-bit tile coordinates";
-  const DeviceInfo dev = device_info();
+  const DeviceInfo& dev = device_info();
   if (dev.major != 9 || dev.minor != 0)
     return "needs an sm_90 GPU (" +
            (dev.major == 0 ? std::string("no CUDA device") : "this one is sm_" + std::to_string(dev.major) + std::to_string(dev.minor)) +
@@ -355,7 +371,7 @@ std::string grouped_gemm_unsupported(const GroupedGemmArgs& a) {
 
 cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
   if (!grouped_gemm_unsupported(a).empty()) return cudaErrorInvalidValue;
-  const DeviceInfo dev = device_info();
+  DeviceInfo& dev = device_info();
   Params p{};
   p.groups = static_cast<int>(a.rows.size());
   p.n = static_cast<int>(a.n);
@@ -403,13 +419,17 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
       return cudaErrorInvalidValue;
   }
   const int grid = tiles < dev.sms ? tiles : dev.sms;
-  if (a.b_nk) {
-    cudaFuncSetAttribute(grouped_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    grouped_gemm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
-  } else {
-    cudaFuncSetAttribute(grouped_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    grouped_gemm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+  if (!dev.smem_set) {
+    for (const cudaError_t e :
+         {cudaFuncSetAttribute(grouped_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+          cudaFuncSetAttribute(grouped_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes)})
+      if (e != cudaSuccess) return e;
+    dev.smem_set = true;
   }
+  if (a.b_nk)
+    grouped_gemm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+  else
+    grouped_gemm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
   return cudaGetLastError();
 }
 
