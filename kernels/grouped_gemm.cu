@@ -37,12 +37,11 @@ struct Params {
 // K-major tiles (A, and B stored [n][k]): rows of 64 K-elements, 8-row groups 1024 B apart.
 // MN-major B (stored [k][n]): rows of 64 N-elements per k, 8-k-row groups 1024 B apart,
 // 64-column chunks kChunkBytes apart.
-#ifndef MOEHUB_GG_B_MN_SWAP
-#define MOEHUB_GG_B_MN_SWAP 0
-#endif
+// In the descriptor of an MN-major operand the leading byte offset steps between 64-column
+// chunks and the stride byte offset between 8-row groups along K.
 constexpr std::uint32_t kSbo = 1024;
-constexpr std::uint32_t kMnLbo = MOEHUB_GG_B_MN_SWAP ? 1024 : kChunkBytes;
-constexpr std::uint32_t kMnSbo = MOEHUB_GG_B_MN_SWAP ? kChunkBytes : 1024;
+constexpr std::uint32_t kMnLbo = kChunkBytes;
+constexpr std::uint32_t kMnSbo = 1024;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MOEHUB_GG_DEVICE 1
@@ -370,7 +369,7 @@ std::string grouped_gemm_unsupported(const GroupedGemmArgs& a) {
 }
 
 cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
-  if (!grouped_gemm_unsupported(a).empty()) return cudaErrorInvalidValue;
+  if (!grouped_gemm_unsupported(a).empty()) return cudaErrorNotSupported;
   DeviceInfo& dev = device_info();
   Params p{};
   p.groups = static_cast<int>(a.rows.size());

@@ -43,8 +43,8 @@ struct GroupedGemmArgs {
 /// 16-byte aligned, sizes past 32-bit tile coordinates).
 std::string grouped_gemm_unsupported(const GroupedGemmArgs& args);
 
-/// Enqueues the grouped GEMM on `stream`. Precondition: grouped_gemm_unsupported(args)
-/// is empty. Returns the launch status.
+/// Enqueues the grouped GEMM on `stream` and returns the launch status, or, without
+/// launching, cudaErrorNotSupported for a call grouped_gemm_unsupported() refuses.
 cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& args, cudaStream_t stream);
 
 }  // namespace moehub::kernels

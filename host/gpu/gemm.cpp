@@ -102,9 +102,13 @@ bool GemmRunner::try_wgmma(const GemmCall& c) {
     args.rows.push_back(g.m);
     row += g.m;
   }
-  wgmma_refusal_ = kernels::grouped_gemm_unsupported(args);
-  if (!wgmma_refusal_.empty()) return false;
-  MOEHUB_CUDA_CHECK(kernels::grouped_gemm_bf16(args, stream_));
+  // one validation per call: the reason is looked up only when the kernel refuses
+  const cudaError_t e = kernels::grouped_gemm_bf16(args, stream_);
+  if (e == cudaErrorNotSupported) {
+    wgmma_refusal_ = kernels::grouped_gemm_unsupported(args);
+    if (!wgmma_refusal_.empty()) return false;
+  }
+  MOEHUB_CUDA_CHECK(e);
   return true;
 }
 
