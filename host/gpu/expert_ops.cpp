@@ -1,6 +1,8 @@
 // Expert-layer building blocks shared by the schedules and the benchmarks.
 #include "expert_ops.hpp"
 
+#include <numeric>
+
 #include "cuda_check.hpp"
 
 namespace moehub::gpu {
@@ -19,53 +21,45 @@ const bf16_t* wd(const bf16_t* w, const Dims& d, std::int64_t e) { return w + 2 
 float* dwgu(float* w, const Dims& d, std::int64_t e) { return w + e * d.H * 2 * d.F; }
 float* dwd(float* w, const Dims& d, std::int64_t e) { return w + 2 * d.El * d.H * d.F + e * d.F * d.H; }
 
-void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
-                    const bf16_t* X, const bf16_t* W, bf16_t* GU, std::int64_t e0) {
+namespace {
+// One GEMM group per local expert e0 + i: A and C rows packed one after the other ([rows][k]
+// and [rows][n]), B the expert's matrix (b_of), as the wgmma kernel takes them.
+template <typename BOf>
+GemmCall packed_call(const std::vector<std::int64_t>& rows, bool trans_b, const bf16_t* A, std::int64_t k, BOf b_of,
+                     bf16_t* C, std::int64_t n, std::int64_t e0) {
   GemmCall c;
+  c.trans_b = trans_b;
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({X + off * d.H, wgu(W, d, e0 + static_cast<std::int64_t>(i)), GU + off * 2 * d.F, rows[i], 2 * d.F, d.H});
+    c.groups.push_back({A + off * k, b_of(e0 + static_cast<std::int64_t>(i)), C + off * n, rows[i], n, k});
     off += rows[i];
   }
-  g.run(c, impl);
+  return c;
+}
+}  // namespace
+
+void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
+                    const bf16_t* X, const bf16_t* W, bf16_t* GU, std::int64_t e0) {
+  g.run(packed_call(rows, false, X, d.H, [&](std::int64_t e) { return wgu(W, d, e); }, GU, 2 * d.F, e0), impl);
 }
 
 void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
                     const bf16_t* X, const bf16_t* W, bf16_t* GU, bf16_t* A, bf16_t* Y, cudaStream_t s,
                     std::int64_t e0) {
   expert_gate_up(g, impl, d, rows, X, W, GU, e0);
-  std::int64_t total = 0;
-  GemmCall dn;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    dn.groups.push_back({A + total * d.F, wd(W, d, e0 + static_cast<std::int64_t>(i)), Y + total * d.H, rows[i], d.H, d.F});
-    total += rows[i];
-  }
+  const std::int64_t total = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
   ck(k::swiglu_forward(GU, total, static_cast<int>(d.F), A, s), "swiglu_forward");
-  g.run(dn, impl);
+  g.run(packed_call(rows, false, A, d.F, [&](std::int64_t e) { return wd(W, d, e); }, Y, d.H, e0), impl);
 }
 
 void expert_dx(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* dGU,
                const bf16_t* W, bf16_t* dX, std::int64_t e0) {
-  GemmCall c;
-  c.trans_b = true;
-  std::int64_t off = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({dGU + off * 2 * d.F, wgu(W, d, e0 + static_cast<std::int64_t>(i)), dX + off * d.H, rows[i], d.H, 2 * d.F});
-    off += rows[i];
-  }
-  g.run(c, impl);
+  g.run(packed_call(rows, true, dGU, 2 * d.F, [&](std::int64_t e) { return wgu(W, d, e); }, dX, d.H, e0), impl);
 }
 
 void expert_da(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* dY,
                const bf16_t* W, bf16_t* dA, std::int64_t e0) {
-  GemmCall c;
-  c.trans_b = true;
-  std::int64_t off = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    c.groups.push_back({dY + off * d.H, wd(W, d, e0 + static_cast<std::int64_t>(i)), dA + off * d.F, rows[i], d.F, d.H});
-    off += rows[i];
-  }
-  g.run(c, impl);
+  g.run(packed_call(rows, true, dY, d.H, [&](std::int64_t e) { return wd(W, d, e); }, dA, d.F, e0), impl);
 }
 
 namespace {
