@@ -61,6 +61,29 @@ Schedule parse_schedule(const std::string& s) {
   throw std::invalid_argument("schedule must be one of a2a, ring-expert, ring-token (got '" + s + "')");
 }
 
+std::vector<std::int64_t> hop_rows(const LayerConfig& c, const std::vector<std::int32_t>& cm, int rank, int partition,
+                                   bool expert_mode, std::int64_t* start) {
+  const std::int64_t E = c.experts, El = c.local_experts();
+  // expert mode: row `rank` of the matrix, the visiting partition's experts; token mode:
+  // row `partition`, the rank's experts
+  const std::int64_t row = expert_mode ? rank : partition, first = (expert_mode ? partition : rank) * El;
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(El));
+  for (std::int64_t i = 0; i < El; ++i) rows[static_cast<std::size_t>(i)] = cm[static_cast<std::size_t>(row * E + first + i)];
+  if (start) {
+    std::int64_t s = 0;
+    for (std::int64_t e = 0; e < first; ++e) s += cm[static_cast<std::size_t>(row * E + e)];
+    *start = s;
+  }
+  return rows;
+}
+
+std::int64_t largest_hop_chunk(const LayerConfig& c, const std::vector<std::int32_t>& cm, int rank, bool expert_mode,
+                               std::int64_t chunk_rows) {
+  std::int64_t mx = 0;
+  for (int p = 0; p < c.ep; ++p) mx = std::max(mx, plan::max_chunk_rows(hop_rows(c, cm, rank, p, expert_mode), chunk_rows));
+  return mx;
+}
+
 std::vector<LayerVariant> layer_variants(const std::vector<std::string>& schedules,
                                          const std::vector<std::string>& accums,
                                          const std::vector<std::int64_t>& chunk_rows) {
@@ -582,21 +605,9 @@ void MoeLayer::ring_expert() {
   const auto welems = static_cast<std::size_t>(3 * d.El * d.H * d.F);
   const auto wbytes = welems * 2;
   const auto gbytes = welems * (acc16 ? 2 : 4);  // travelling weight-gradient partitions
-  // rows of rank r's pairs for partition p, per local expert, and their start in sorted order
+  // rank r's pairs for the visiting partition p, per local expert, and their start in sorted order
   auto rows_of = [&](const Rank& r, std::int64_t p, std::int64_t* start) {
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
-    std::int64_t s = 0;
-    for (std::int64_t e = 0; e < p * d.El; ++e) s += r.count_matrix[static_cast<std::size_t>(r.rank * d.E + e)];
-    for (std::int64_t i = 0; i < d.El; ++i)
-      rows[static_cast<std::size_t>(i)] = r.count_matrix[static_cast<std::size_t>(r.rank * d.E + p * d.El + i)];
-    *start = s;
-    return rows;
-  };
-  // rows of the largest hop chunk (the whole hop unless hop_chunk_rows is set)
-  auto max_rows = [&](const Rank& r) {
-    std::int64_t mx = 0, st = 0;
-    for (std::int64_t p = 0; p < d.N; ++p) mx = std::max(mx, plan::max_chunk_rows(rows_of(r, p, &st), cfg_.hop_chunk_rows));
-    return mx;
+    return hop_rows(cfg_, r.count_matrix, r.rank, static_cast<int>(p), true, start);
   };
   for (int pass = 0; pass < 2; ++pass) {
     const bool bwd = pass == 1;
@@ -613,7 +624,7 @@ void MoeLayer::ring_expert() {
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_expert_bwd" : "ring_expert_fwd", "compute", r.comp, true);
-      hb[li] = alloc_hop(*r.mem, d, max_rows(r), bwd);
+      hb[li] = alloc_hop(*r.mem, d, largest_hop_chunk(cfg_, r.count_matrix, r.rank, true, cfg_.hop_chunk_rows), bwd);
       if (bwd && acc16 && cfg_.hop_chunk_rows > 0) {
         std::int64_t most = 0, st = 0;
         for (std::int64_t q = 0; q < d.N; ++q)
@@ -737,13 +748,7 @@ void MoeLayer::ring_token() {
   const std::size_t acc_elem = acc16 ? 2 : 4;  // travelling output / d_x accumulators
   // rows of visiting partition q routed to rank r's experts, and their start in q's order
   auto rows_of = [&](const Rank& r, std::int64_t q, std::int64_t* start) {
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(d.El));
-    std::int64_t s = 0;
-    for (std::int64_t e = 0; e < r.rank * d.El; ++e) s += r.count_matrix[static_cast<std::size_t>(q * d.E + e)];
-    for (std::int64_t i = 0; i < d.El; ++i)
-      rows[static_cast<std::size_t>(i)] = r.count_matrix[static_cast<std::size_t>(q * d.E + r.rank * d.El + i)];
-    *start = s;
-    return rows;
+    return hop_rows(cfg_, r.count_matrix, r.rank, static_cast<int>(q), false, start);
   };
   for (int pass = 0; pass < 2; ++pass) {
     const bool bwd = pass == 1;
@@ -755,9 +760,7 @@ void MoeLayer::ring_token() {
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       phase(r, bwd ? "ring_token_bwd" : "ring_token_fwd", "compute", r.comp, true);
-      std::int64_t mx = 0, st = 0;
-      for (std::int64_t q = 0; q < d.N; ++q) mx = std::max(mx, plan::max_chunk_rows(rows_of(r, q, &st), cfg_.hop_chunk_rows));
-      hb[li] = alloc_hop(*r.mem, d, mx, bwd);
+      hb[li] = alloc_hop(*r.mem, d, largest_hop_chunk(cfg_, r.count_matrix, r.rank, false, cfg_.hop_chunk_rows), bwd);
       std::vector<Segment> own = {{r.in.x, TH * 2}, {r.pair_src, TK * 4}, {r.out.topk_weights, TK * 4}};
       if (bwd) own.push_back({r.in.d_out, TH * 2});
       std::array<std::vector<Segment>, 2> pay, acc;

@@ -56,6 +56,18 @@ enum class Schedule { kA2A, kRingExpert, kRingToken };
 const char* to_string(Schedule);  ///< "a2a", "ring-expert", "ring-token"
 Schedule parse_schedule(const std::string&);
 
+/// The rows rank `rank` computes at the hop where partition `partition` visits, per local
+/// expert, from the all-ranks count matrix [N][E]: ring-expert (the rank's own pairs for
+/// the visiting partition's experts) or ring-token (the visiting partition's pairs for the
+/// rank's experts). `start`, when given, receives their first position in the owning
+/// rank's expert-sorted pairs.
+std::vector<std::int64_t> hop_rows(const LayerConfig& c, const std::vector<std::int32_t>& count_matrix, int rank,
+                                   int partition, bool expert_mode, std::int64_t* start = nullptr);
+/// Rows of rank `rank`'s largest hop chunk over all its hops (plan::hop_chunks with
+/// `chunk_rows`; 0: its largest hop).
+std::int64_t largest_hop_chunk(const LayerConfig& c, const std::vector<std::int32_t>& count_matrix, int rank,
+                               bool expert_mode, std::int64_t chunk_rows);
+
 /// One configuration of the layer that check and memory run: a schedule with the ring's
 /// options. a2a gives one variant; each ring schedule one per (accumulators, chunk rows),
 /// labelled by its name for fp32 / whole hops and "schedule/accum/c<rows>" otherwise.

@@ -96,33 +96,9 @@ RowStats row_stats(const LayerConfig& c, const std::vector<std::int32_t>& cm, in
     s.received += per;
     s.max_local = std::max(s.max_local, per);
   }
-  for (int p = 0; p < N; ++p) {
-    std::int64_t ex = 0, tk = 0;
-    for (int i = 0; i < El; ++i) {
-      ex += cm[static_cast<std::size_t>(r * E + p * El + i)];
-      tk += cm[static_cast<std::size_t>(p * E + r * El + i)];
-    }
-    s.max_hop_expert = std::max(s.max_hop_expert, ex);
-    s.max_hop_token = std::max(s.max_hop_token, tk);
-  }
+  s.max_hop_expert = largest_hop_chunk(c, cm, r, true, 0);
+  s.max_hop_token = largest_hop_chunk(c, cm, r, false, 0);
   return s;
-}
-
-/// Rows of the largest hop chunk of rank r (plan::hop_chunks with the given limit) over
-/// its hops: ring-expert (its pairs per visiting partition) or ring-token (the visiting
-/// partitions' pairs for its experts).
-std::int64_t max_chunk_of_rank(const LayerConfig& c, const std::vector<std::int32_t>& cm, int r, bool expert_mode,
-                               std::int64_t chunk_rows) {
-  const int E = c.experts, El = c.local_experts(), N = c.ep;
-  std::int64_t mx = 0;
-  for (int p = 0; p < N; ++p) {
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(El));
-    for (int i = 0; i < El; ++i)
-      rows[static_cast<std::size_t>(i)] =
-          expert_mode ? cm[static_cast<std::size_t>(r * E + p * El + i)] : cm[static_cast<std::size_t>(p * E + r * El + i)];
-    mx = std::max(mx, plan::max_chunk_rows(rows, chunk_rows));
-  }
-  return mx;
 }
 
 double median(std::vector<double> v) {
@@ -130,25 +106,35 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-/// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
-template <typename Fn> double time_us(cudaStream_t s, int warm, int reps, Fn&& fn) {
+/// Median time (us) of each of `fns` enqueued on `s`: `warm` rounds, then `reps` timed
+/// rounds, one call of each function per round (round-robin, so that the GPU's clock drift
+/// over the measurement is shared by all of them), CUDA events around each call.
+std::vector<double> round_robin_us(cudaStream_t s, int warm, int reps, const std::vector<std::function<void()>>& fns) {
   cudaEvent_t a, b;
   MOEHUB_CUDA_CHECK(cudaEventCreate(&a));
   MOEHUB_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < warm; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MOEHUB_CUDA_CHECK(cudaEventRecord(a, s));
-    fn();
-    MOEHUB_CUDA_CHECK(cudaEventRecord(b, s));
-    MOEHUB_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(1e3 * ms);
+  std::vector<std::vector<double>> t(fns.size());
+  for (int round = 0; round < warm + reps; ++round) {
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+      MOEHUB_CUDA_CHECK(cudaEventRecord(a, s));
+      fns[i]();
+      MOEHUB_CUDA_CHECK(cudaEventRecord(b, s));
+      MOEHUB_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      if (round >= warm) t[i].push_back(1e3 * ms);
+    }
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  return median(t);
+  std::vector<double> med;
+  for (auto& v : t) med.push_back(median(v));
+  return med;
+}
+
+/// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
+double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
+  return round_robin_us(s, warm, reps, {fn})[0];
 }
 
 struct Model { std::string name; int hidden, ffn, experts, top_k; };
@@ -234,41 +220,26 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   GemmCall d1, d2;
   d1.groups.push_back({x, w, y, M, 2LL * F, H});
   d2.groups.push_back({y, w, a, M, H, F});
-  // Every case is timed round-robin (one call of each per round, 20 rounds after 5 warm-up
-  // rounds; median per case), so that the GPU's clock drift over the run is shared by all
-  // cases instead of favouring those measured first.
-  struct Case { std::string name; const GemmCall* call; GemmImpl impl; GemmRunner* runner; std::vector<double> t; };
+  // all cases in the same rounds: the GPU's clock drift must not favour those measured first
+  struct Case { std::string name; const GemmCall* call; GemmImpl impl; GemmRunner* runner; };
   std::vector<std::unique_ptr<GemmRunner>> runners;
   std::vector<Case> cases;
   for (const Variant& v : variants) {
     runners.push_back(std::make_unique<GemmRunner>(s, v.streams));
-    cases.push_back({v.name, &gu, v.impl, runners.back().get(), {}});
-    cases.push_back({v.name, &dn, v.impl, runners.back().get(), {}});
+    cases.push_back({v.name, &gu, v.impl, runners.back().get()});
+    cases.push_back({v.name, &dn, v.impl, runners.back().get()});
   }
-  cases.push_back({"dense-same-flops", &d1, GemmImpl::kLoop, &g, {}});
-  cases.push_back({"dense-same-flops", &d2, GemmImpl::kLoop, &g, {}});
-  cudaEvent_t ea, eb;
-  MOEHUB_CUDA_CHECK(cudaEventCreate(&ea));
-  MOEHUB_CUDA_CHECK(cudaEventCreate(&eb));
-  for (int round = 0; round < 25; ++round) {
-    for (Case& c : cases) {
-      MOEHUB_CUDA_CHECK(cudaEventRecord(ea, s));
-      c.runner->run(*c.call, c.impl);
-      MOEHUB_CUDA_CHECK(cudaEventRecord(eb, s));
-      MOEHUB_CUDA_CHECK(cudaEventSynchronize(eb));
-      float ms = 0;
-      MOEHUB_CUDA_CHECK(cudaEventElapsedTime(&ms, ea, eb));
-      if (round >= 5) c.t.push_back(1e3 * ms);
-    }
-  }
-  cudaEventDestroy(ea);
-  cudaEventDestroy(eb);
+  cases.push_back({"dense-same-flops", &d1, GemmImpl::kLoop, &g});
+  cases.push_back({"dense-same-flops", &d2, GemmImpl::kLoop, &g});
+  std::vector<std::function<void()>> fns;
+  for (Case& c : cases) fns.push_back([&c] { c.runner->run(*c.call, c.impl); });
+  const std::vector<double> med = round_robin_us(s, 5, 20, fns);
   for (std::size_t i = 0; i + 1 < cases.size(); i += 2) {
     std::string name = cases[i].name;
     const GemmRunner& gv = *cases[i].runner;
     if (cases[i].impl == GemmImpl::kGrouped && gv.grouped_fallback()) name += "(fallback-loop)";
     if (cases[i].impl == GemmImpl::kWgmma && !gv.wgmma_refusal().empty()) name += "(fallback-streams)";
-    const double t1 = median(cases[i].t), t2 = median(cases[i + 1].t);
+    const double t1 = med[i], t2 = med[i + 1];
     const int groups = cases[i].call->groups.size() == 1 ? 1 : static_cast<int>(G);
     out.push_back({M, 2LL * F, H, groups, name == "dense-same-flops" ? "dense" : name, t1, flops_gu / t1 * 1e-6});
     out.push_back({M, H, F, groups, name == "dense-same-flops" ? "dense" : name, t2, flops_dn / t2 * 1e-6});
@@ -360,7 +331,7 @@ int cmd_memory(const Args& a) {
             const bool ex = v.schedule == Schedule::kRingExpert;
             bp = plan::plan_ring(pp, ex ? plan::RingMode::kExpert : plan::RingMode::kToken,
                                  ex ? rs.max_hop_expert : rs.max_hop_token,
-                                 max_chunk_of_rank(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk_rows));
+                                 largest_hop_chunk(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk_rows));
           }
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
