@@ -88,15 +88,7 @@ int cmd_check(const Args& a) {
     nccl = make_nccl_transport(a.str("rendezvous", ""));
     eps = {nccl->size()};
   }
-  for (std::int64_t ep : eps) {  // reject bad arguments before any output
-    LayerConfig c = base;
-    c.ep = static_cast<int>(ep);
-    try {
-      validate(c);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--ep ") + std::to_string(ep) + " with this shape: " + e.what());
-    }
-  }
+  validate_eps(base, eps);
   std::uint64_t seed = static_cast<std::uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
   if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   int me = 0;

@@ -269,15 +269,7 @@ int cmd_memory(const Args& a) {
   const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
   const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
   const std::vector<LayerVariant> variants = layer_variants(scheds, accums, chunks);
-  for (std::int64_t ep : eps) {
-    LayerConfig c = base;
-    c.ep = static_cast<int>(ep);
-    try {
-      validate(c);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("memory: --ep ") + std::to_string(ep) + ": " + e.what());
-    }
-  }
+  validate_eps(base, eps);
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
               static_cast<long long>(base.tokens), base.hidden, base.ffn, base.experts, base.top_k, device_name(0).c_str());
   std::printf("memory: ring accumulators %s, hop chunk rows %s (0 = whole hop; a2a unaffected); a ring row other "
