@@ -65,10 +65,19 @@ struct HostConfig {
   double collective_setup_us = 10; ///< host/NCCL overhead to start one all-to-all, >= 0
 };
 
+/// The GPU hub: which implementation of its functions runs, and its clock.
+struct HubConfig {
+  std::string implementation = "address-centric";  ///< "address-centric" (conventional hub)
+  double clock_ghz = 1.5;            ///< hub clock (cycle-annotated functions), > 0
+  int write_buffer_entries = 64;     ///< egress write-buffer entries (packets) before stores stall, >= 1
+};
+
 struct SimConfig {
   std::string granularity = "packet";  ///< "packet" (reference) or "row"
+  std::string bulk_granularity = "row";  ///< bulk transfers (ring hops): "packet" or "row"
   double sync_quantum_ns = 10;         ///< TLM temporal-decoupling quantum, > 0
   double timeline_bin_us = 1;          ///< width of link-utilisation counter bins, > 0
+  int hbm_slice_bytes = 65536;         ///< HBM flows are served in slices of this size, >= 128
 };
 
 struct SystemConfig {
@@ -79,6 +88,7 @@ struct SystemConfig {
   NvlinkConfig nvlink;
   NvswitchConfig nvswitch;
   HostConfig host;
+  HubConfig hub;
   SimConfig sim;
 };
 

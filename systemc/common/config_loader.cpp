@@ -406,10 +406,19 @@ void read_host(StrictMap m, HostConfig& h) {
   m.finish();
 }
 
+void read_hub(StrictMap m, HubConfig& h) {
+  h.implementation = m.get_enum("implementation", {"address-centric"});
+  h.clock_ghz = m.get_double("clock_ghz", Range::greater_than(0));
+  h.write_buffer_entries = m.get_int("write_buffer_entries", Range::at_least(1));
+  m.finish();
+}
+
 void read_sim(StrictMap m, SimConfig& s) {
   s.granularity = m.get_enum("granularity", {"packet", "row"});
+  s.bulk_granularity = m.get_enum("bulk_granularity", {"packet", "row"});
   s.sync_quantum_ns = m.get_double("sync_quantum_ns", Range::greater_than(0));
   s.timeline_bin_us = m.get_double("timeline_bin_us", Range::greater_than(0));
+  s.hbm_slice_bytes = m.get_int("hbm_slice_bytes", Range::at_least(128));
   m.finish();
 }
 
@@ -425,6 +434,7 @@ SystemConfig load_system_config(const std::string& path) {
   read_nvlink(root.get_map("nvlink"), s.nvlink);
   read_nvswitch(root.get_map("nvswitch"), s.nvswitch);
   read_host(root.get_map("host"), s.host);
+  read_hub(root.get_map("hub"), s.hub);
   read_sim(root.get_map("sim"), s.sim);
   root.finish();
   return s;

@@ -1,0 +1,42 @@
+// The conventional, address-centric hub: a store's address is where it goes.
+//
+// - Ingress: the address is taken as it is (row stores are not understood:
+//   they are rejected as a logic error).
+// - Egress: a FIFO write buffer of `write_buffer_entries` packets; stores
+//   leave in the order they were issued, with no merging; a store whose
+//   destination's ports are congested does not hold back stores to others
+//   (the buffer is searched for the oldest store to an uncongested peer).
+// - Completion: signals nothing (consumers poll flags in software).
+#pragma once
+
+#include <deque>
+
+#include "golden/hub_functions.hpp"
+
+namespace moehub::golden {
+
+class AddressCentricIngress : public IngressFunction {
+ public:
+  IngressResult on_write(const StoreRequest& w, Tick now) override;
+};
+
+class AddressCentricEgress : public EgressFunction {
+ public:
+  explicit AddressCentricEgress(std::uint32_t entries) : entries_(entries) {}
+  bool can_accept(const StoreRequest& s, Tick now) const override;
+  void accept(const StoreRequest& s, Tick now) override;
+  bool pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) override;
+  Tick next_event(Tick) const override { return kNever; }
+  std::size_t occupancy() const override { return fifo_.size(); }
+
+ private:
+  std::uint32_t entries_;
+  std::deque<StoreRequest> fifo_;
+};
+
+class NoCompletion : public CompletionFunction {
+ public:
+  void on_write_complete(const StoreRequest&, Tick, std::vector<ReadySignal>&) override {}
+};
+
+}  // namespace moehub::golden

@@ -1,0 +1,102 @@
+// The functions of a GPU hub, as interfaces: plain C++17, no SystemC or TLM.
+//
+// The TLM hub (systemc/gpu/hub) owns one implementation of each and calls it
+// in time order; what a function computes is here, how long it takes is the
+// cycle count it returns (converted with hub.clock_ghz) plus the platform's
+// configured latencies. The same interfaces are implemented by the
+// behavioural models of the MoE-Hub units and by the adapters around the
+// Verilated RTL, so that either can stand in for the other.
+//
+// Call order guarantees the platform gives every implementation:
+// - IngressFunction::on_write is called in non-decreasing arrival time;
+// - EgressFunction calls carry non-decreasing `now`;
+// - CompletionFunction::on_write_complete is called in non-decreasing
+//   completion time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "golden/store.hpp"
+
+namespace moehub::golden {
+
+/// Consumer side: what happens to a write that arrives from the fabric.
+struct IngressResult {
+  bool accepted = true;            ///< false: not taken now (the hub stalls its input), retry at retry_at
+  Tick retry_at = 0;               ///< when to offer it again (accepted == false)
+  std::uint64_t address = 0;       ///< physical address the payload is written to
+  std::int64_t local_row_id = -1;  ///< row stores: the row's LocalRowID
+  std::uint32_t cycles = 1;        ///< hub cycles the translation took
+  std::uint64_t metadata_read_bytes = 0;   ///< device-memory traffic of the function (restores)
+  std::uint64_t metadata_write_bytes = 0;  ///< (spills)
+};
+
+class IngressFunction {
+ public:
+  virtual ~IngressFunction() = default;
+  /// A write reached the hub's input at `now`.
+  virtual IngressResult on_write(const StoreRequest& w, Tick now) = 0;
+};
+
+/// Producer side: the write buffer between the SMs' stores and the NVLink ports.
+struct EgressPick {
+  StoreRequest store;        ///< the packet to send (a merge of one or more stores)
+  std::uint32_t merged = 1;  ///< stores it carries
+  std::uint32_t cycles = 1;  ///< hub cycles the decision took
+};
+
+class EgressFunction {
+ public:
+  virtual ~EgressFunction() = default;
+  /// Whether `s` can enter the buffer at `now` (false: the issuing SM stalls).
+  virtual bool can_accept(const StoreRequest& s, Tick now) const = 0;
+  /// Takes `s` into the buffer (only after can_accept returned true).
+  virtual void accept(const StoreRequest& s, Tick now) = 0;
+  /// The next packet to send at `now`, removed from the buffer; false if none
+  /// may leave now. `congested[d]` tells that the ports towards GPU d cannot
+  /// take a packet now (the implementation may prefer other peers).
+  virtual bool pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) = 0;
+  /// The earliest time after `now` at which pick() could return a packet it
+  /// cannot return at `now` without any new accept (a flush timer); kNever if none.
+  virtual Tick next_event(Tick now) const = 0;
+  /// Stores held in the buffer.
+  virtual std::size_t occupancy() const = 0;
+};
+
+/// Consumer side: what a completed write (its payload in memory) signals.
+struct ReadySignal {
+  std::int32_t kernel = -1;  ///< the consumer kernel whose thread-block group is released
+  std::int32_t group = -1;
+};
+
+class CompletionFunction {
+ public:
+  virtual ~CompletionFunction() = default;
+  /// `w` is in local memory at `now`; appends the groups it makes ready.
+  virtual void on_write_complete(const StoreRequest& w, Tick now, std::vector<ReadySignal>& ready) = 0;
+};
+
+/// Parameters every implementation is built from (the hub section of the
+/// system config, in plain types).
+struct HubParams {
+  std::int32_t gpu = 0;
+  std::int32_t num_gpus = 2;
+  double clock_ghz = 1.5;
+  std::uint32_t write_buffer_entries = 64;
+};
+
+struct HubFunctions {
+  std::unique_ptr<IngressFunction> ingress;
+  std::unique_ptr<EgressFunction> egress;
+  std::unique_ptr<CompletionFunction> completion;
+};
+
+/// Names accepted by make_hub_functions.
+std::vector<std::string> hub_implementations();
+/// Builds the named implementation; throws std::invalid_argument for an unknown name.
+HubFunctions make_hub_functions(const std::string& implementation, const HubParams& params);
+
+}  // namespace moehub::golden
