@@ -26,7 +26,7 @@ bool AddressCentricEgress::pick(Tick, const std::vector<std::uint8_t>& congested
     if (d < congested.size() && congested[d]) continue;
     out.store = *it;
     out.merged = 1;
-    out.cycles = 1;
+    out.cycles = 0;
     fifo_.erase(it);
     return true;
   }

@@ -29,7 +29,7 @@ struct IngressResult {
   Tick retry_at = 0;               ///< when to offer it again (accepted == false)
   std::uint64_t address = 0;       ///< physical address the payload is written to
   std::int64_t local_row_id = -1;  ///< row stores: the row's LocalRowID
-  std::uint32_t cycles = 1;        ///< hub cycles the translation took
+  std::uint32_t cycles = 0;        ///< hub cycles the ingress pipeline is busy with this write (0: fully pipelined)
   std::uint64_t metadata_read_bytes = 0;   ///< device-memory traffic of the function (restores)
   std::uint64_t metadata_write_bytes = 0;  ///< (spills)
 };
@@ -45,7 +45,7 @@ class IngressFunction {
 struct EgressPick {
   StoreRequest store;        ///< the packet to send (a merge of one or more stores)
   std::uint32_t merged = 1;  ///< stores it carries
-  std::uint32_t cycles = 1;  ///< hub cycles the decision took
+  std::uint32_t cycles = 0;  ///< hub cycles the egress is busy with this decision (0: fully pipelined)
 };
 
 class EgressFunction {

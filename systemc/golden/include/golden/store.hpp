@@ -56,6 +56,7 @@ struct StoreRequest {
   bool priority = true;             ///< false for .nop stores
   ByteMask mask;                    ///< valid bytes of the line
   std::int64_t local_row_id = -1;   ///< row stores: assigned by the consumer's AAU
+  Tick ready = 0;                   ///< when its data reached the producer's write buffer (a merged packet: the latest of its stores)
   std::uint64_t tag = 0;            ///< the platform's bookkeeping (opaque to the hub functions)
 };
 
