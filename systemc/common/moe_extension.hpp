@@ -1,10 +1,12 @@
 // The TLM-2.0 payload extension that carries MoE packet fields.
 //
 // Every transaction that crosses the hub, NVLink and NVSwitch is a
-// tlm_generic_payload (command, address, data length) plus this extension,
-// which says where the packet goes, what row of which phase it belongs to,
-// how many flits it occupies, and returns per-hop timing that flow control
-// needs (when the packet left a receiver's input buffer).
+// tlm_generic_payload (command, address, data length) plus this extension.
+// `store` is the store as the hub functions see it (opcode, MallocID, RowID,
+// RowOffset, priority, byte mask, LocalRowID once assigned: see
+// systemc/golden/include/golden/store.hpp); the rest is transport: where the
+// transaction goes, which transfer it belongs to, how many flits it occupies,
+// and per-hop times that flow control and statistics need.
 #pragma once
 
 #include <tlm>
@@ -12,6 +14,7 @@
 #include <cstdint>
 
 #include "common/units.hpp"
+#include "golden/store.hpp"
 
 namespace moehub {
 
@@ -22,20 +25,19 @@ enum class PacketKind : std::uint8_t {
 
 struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   PacketKind kind = PacketKind::kWrite;
-  std::int32_t src_gpu = 0;   ///< producer GPU
-  std::int32_t dst_gpu = 0;   ///< consumer GPU
-  std::int32_t plane = 0;     ///< NVSwitch chip the packet crosses
-  std::int32_t phase = 0;     ///< index of the collective the packet belongs to
-  std::int64_t row_id = -1;   ///< global row (token-expert pair) index within the phase
-  std::uint32_t row_offset = 0;     ///< byte offset of the payload within its row
-  std::uint32_t payload_bytes = 0;  ///< bytes of data carried
-  std::uint32_t flits = 0;          ///< flits on the wire, header included
-  std::uint32_t packets = 1;        ///< NVLink packets this transaction stands for (>1 at row granularity)
-  // per-hop timing, written by the fabric on the way
-  Tick ready = 0;         ///< when the packet was ready for the port it is entering (for stall accounting)
-  Tick link_start = 0;    ///< when the last link began transmitting the packet
-  Tick buffer_exit = 0;   ///< when the packet left the receiver's input buffer (credit release)
-  Tick delivered_at = 0;  ///< when a write reached its consumer's memory side
+  std::int32_t src_gpu = 0;       ///< GPU that transmits this transaction (the consumer, for a response)
+  std::int32_t dst_gpu = 0;       ///< GPU it goes to
+  std::int32_t plane = 0;         ///< NVSwitch chip it crosses
+  std::int32_t transfer = 0;      ///< index of the transfer (collective) the data belongs to
+  golden::StoreRequest store;     ///< the store (for a response: the write it answers)
+  std::uint32_t flits = 0;        ///< flits on the wire, header included
+  std::uint32_t packets = 1;      ///< NVLink packets this transaction stands for (>1 at row granularity)
+  // per-hop times, written by the fabric on the way
+  Tick ready = 0;         ///< when it was ready for the port it is entering (for stall accounting)
+  Tick link_start = 0;    ///< when the last link began transmitting it
+  Tick arrival = 0;       ///< when it reached the current block's input
+  Tick sent = 0;          ///< when it started on its first link (left its hub)
+  Tick written = 0;       ///< a response: when the write it answers was complete in memory
 
   tlm::tlm_extension_base* clone() const override { return new MoePacketExt(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

@@ -1,12 +1,23 @@
 // One direction of an NVLink connection between a GPU and an NVSwitch chip
 // (all of the GPU's links to that chip bundled into one port).
 //
-// Function: forwards each packet unchanged to the far end.
+// Function: forwards each transaction unchanged to the far end.
 // Timing: the transmitter is a bandwidth server over flits (16-byte flits,
-// header flits included); a packet may start only when the receiver has
-// credits for all of its flits; credits come back when the packet leaves the
-// receiver's input buffer, one link latency later, in sending order. Arrival at the far end is
-// start + serialisation + link latency (store and forward).
+// header flits included); a transaction may start only when the receiver has
+// credits for it; arrival at the far end is start + serialisation + link
+// latency (store and forward).
+// Flow control: credits come back when the transaction leaves the receiver's
+// input buffer, which the receiver reports on the backward path (END_REQ,
+// annotated with the time) whenever that happens, possibly long after the
+// arrival (a receiver that stalls keeps them). Credits are back at the
+// transmitter one link latency after the report's time. A transaction that
+// reaches the port while credits are not known to be back waits in the
+// port's queue (FIFO) until they are: back-pressure. When the port starts a
+// transaction it reports END_REQ upstream (the sender's buffer is free).
+//
+// Protocol (both directions): nb_transport_fw(BEGIN_REQ, delay = arrival -
+// now) hands a transaction over; nb_transport_bw(END_REQ, delay = release -
+// now) reports that the receiver's buffer released it.
 #pragma once
 
 #include <systemc>
@@ -15,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +34,7 @@
 #include "common/config.hpp"
 #include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
+#include "common/payload_pool.hpp"
 #include "common/server.hpp"
 
 namespace moehub {
@@ -39,10 +52,19 @@ class NvlinkPort : public TlmBlock {
   std::uint32_t credit_flits(std::uint32_t flits) const { return std::min(flits, max_packet_flits_); }
 
   /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
-  /// this port (bandwidth and credits). Changes nothing.
+  /// this port, from bandwidth and the credits known to be back; kTickMax if
+  /// the credits it needs are not known to come back yet. Changes nothing.
   Tick earliest_start(Tick t, std::uint32_t flits) const;
 
-  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
+  /// Called with the time credits are back, whenever the far end reports a
+  /// release (the sender behind this port may retry).
+  void set_credit_listener(std::function<void(Tick)> f) { listener_ = std::move(f); }
+
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  void b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) override;
 
   const BandwidthServer& server() const { return server_; }
   BandwidthServer& server() { return server_; }
@@ -53,10 +75,19 @@ class NvlinkPort : public TlmBlock {
   double payload_bytes() const { return payload_bytes_; }
   std::uint64_t write_packets() const { return write_packets_; }
   std::uint64_t response_packets() const { return response_packets_; }
+  /// Time transactions waited for credits beyond what bandwidth alone imposed.
   Tick credit_stall() const { return credit_stall_; }
+  /// Transactions that had to wait in the port's queue for credits.
+  std::uint64_t parked() const { return parked_total_; }
+  /// Credits (flits) currently held by the far end.
+  std::uint32_t credits_outstanding() const;
 
  private:
-  using Release = std::pair<Tick, std::uint32_t>;  // (time credits are back, flits)
+  struct Waiting {
+    tlm::tlm_generic_payload* gp;
+    Tick arrival;
+  };
+  bool try_send(tlm::tlm_generic_payload& gp, Tick arrival);
   void release_until(Tick t);
 
   NvlinkConfig cfg_;
@@ -64,15 +95,19 @@ class NvlinkPort : public TlmBlock {
   Tick latency_;
   BandwidthServer server_;
   std::uint32_t credits_available_;
-  // Credits come back in the order the packets were sent (a FIFO, as a
-  // credit counter sees them); a packet that leaves the far buffer early
-  // returns its credits no earlier than those sent before it.
-  std::deque<Release> pending_;
+  std::uint32_t credits_total_;
+  /// Credits on their way back: (time they are back, flits), sorted by time
+  /// (reports come out of order: a switch input's packets leave by several outputs).
+  std::deque<std::pair<Tick, std::uint32_t>> returning_;
+  std::uint32_t returning_flits_ = 0;
+  std::deque<Waiting> waiting_;
+  std::function<void(Tick)> listener_;
   std::uint64_t transactions_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t write_packets_ = 0;
   std::uint64_t response_packets_ = 0;
+  std::uint64_t parked_total_ = 0;
   double payload_bytes_ = 0;
   Tick credit_stall_ = 0;
 };

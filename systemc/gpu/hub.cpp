@@ -1,6 +1,7 @@
 #include "gpu/hub.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "common/sc_time_util.hpp"
@@ -8,7 +9,21 @@
 
 namespace moehub {
 
-Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink)
+namespace {
+
+golden::HubFunctions functions_from(const SystemConfig& sys, int gpu) {
+  golden::HubParams p;
+  p.gpu = gpu;
+  p.num_gpus = sys.num_gpus;
+  p.clock_ghz = sys.hub.clock_ghz;
+  p.write_buffer_entries = static_cast<std::uint32_t>(sys.hub.write_buffer_entries);
+  return golden::make_hub_functions(sys.hub.implementation, p);
+}
+
+}  // namespace
+
+Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink,
+         golden::HubFunctions functions)
     : TlmBlock(name),
       hub2nvl("hub2nvl", static_cast<std::size_t>(sys.nvswitch.num_switches)),
       nvl2hub("nvl2hub", static_cast<std::size_t>(sys.nvswitch.num_switches)),
@@ -17,175 +32,322 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       planes_(sys.nvswitch.num_switches),
       sm_to_hub_(ns_to_ticks(sys.gpu.xbar_latency_ns + sys.gpu.hub_latency_ns)),
       hub_latency_(ns_to_ticks(sys.gpu.hub_latency_ns)),
-      quantum_(ns_to_ticks(sys.sim.sync_quantum_ns)),
+      quantum_(std::max<Tick>(1, ns_to_ticks(sys.sim.sync_quantum_ns))),
+      hub_clock_ghz_(sys.hub.clock_ghz),
       ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
+      max_packet_flits_(static_cast<std::uint32_t>(sys.nvlink.max_payload_bytes / sys.nvlink.flit_bytes +
+                                                   sys.nvlink.header_flits)),
+      fmt_(PacketFormat::from(sys.nvlink)),
       sink_(sink),
+      fn_(functions.ingress ? std::move(functions) : functions_from(sys, gpu)),
+      congested_(static_cast<std::size_t>(sys.num_gpus), 0),
       responses_q_(static_cast<std::size_t>(sys.nvswitch.num_switches)) {
+  if (!fn_.ingress || !fn_.egress || !fn_.completion) {
+    throw std::invalid_argument(std::string(this->name()) + ": hub functions incomplete");
+  }
   for (auto& s : hub2nvl) s.bind(*this);
   for (auto& s : nvl2hub) s.bind(*this);
   hub2xbar.bind(*this);
-  ext_ = new MoePacketExt;
-  gp_.set_extension(ext_);
-  gp_.set_streaming_width(0);
-  SC_THREAD(egress_thread);
+  // a packet handed to a switch-to-GPU port at time P arrives no earlier than
+  // P + link latency (+ serialisation): the lookahead of our input
+  const Tick link = ns_to_ticks(sys.nvlink.gpu_switch_latency_ns);
+  ingress_q_ = std::make_unique<ArrivalQueue>(
+      "ingress", link, link,
+      [this](tlm::tlm_generic_payload& gp, Tick at, Tick& retry) { return on_arrival(gp, at, retry); });
+  SC_METHOD(egress);
+  sensitive << work_ev_;
+}
+
+void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
+  if (ports.size() != static_cast<std::size_t>(planes_)) {
+    throw std::logic_error(std::string(name()) + ": one egress port per plane expected");
+  }
+  ports_ = std::move(ports);
+  for (NvlinkPort* p : ports_) p->set_credit_listener([this](Tick t) { wake(t); });
+}
+
+Tick Hub::cycles(std::uint32_t n) const {
+  return n == 0 ? 0 : static_cast<Tick>(std::ceil(static_cast<double>(n) * 1e3 / hub_clock_ghz_));
 }
 
 void Hub::wake(Tick t) {
+  const Tick now = now_ticks();
+  t = std::max(t, now);
   if (t < wake_at_) {
     wake_at_ = t;
-    work_ev_.notify(sc_core::SC_ZERO_TIME);
+    work_ev_.notify(to_sc(t - now));
   }
 }
 
-void Hub::start_stream(int phase, StoreStream* stream) {
-  streams_.push_back({phase, stream});
+void Hub::add_source(StoreSource* source) {
+  sources_.push_back(source);
   wake(now_ticks());
 }
 
-void Hub::enable_peer(int phase, std::int32_t dst, Tick t) {
-  for (auto& s : streams_) {
-    if (s.phase == phase) s.stream->enable(dst, t);
-  }
-  wake(t);
-}
+// ---------------------------------------------------------------------------
+// egress
 
-Hub::Candidate Hub::pick() {
-  // data: the stream whose next store reaches the hub first
-  Tick data_ready = kTickMax;
-  std::size_t data_stream = 0;
-  for (std::size_t i = 0; i < streams_.size(); ++i) {
-    StoreStream* s = streams_[i].stream;
-    if (!s->has_head()) continue;
-    const Tick ready = s->head().issue + sm_to_hub_;
-    if (ready < data_ready) {
-      data_ready = ready;
-      data_stream = i;
-    }
-  }
-  const std::uint32_t data_flits = data_ready == kTickMax ? 0 : streams_[data_stream].stream->head().flits;
-  // every port's next action: a response that is ready by the time new data
-  // could start goes first; the earliest action over all ports wins
-  Candidate best;
-  const auto P = static_cast<std::size_t>(planes_);
-  for (std::size_t k = 0; k < P; ++k) {
-    const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;  // rotate ties
-    NvlinkPort& port = *ports_[p];
-    Candidate c;
-    if (data_ready != kTickMax) {
-      c.valid = true;
-      c.stream = data_stream;
-      c.plane = static_cast<std::int32_t>(p);
-      c.ready = data_ready;
-      c.start = port.earliest_start(data_ready, data_flits);
-    }
-    if (!responses_q_[p].empty()) {
-      const Response& r = responses_q_[p].front();
-      if (!c.valid || r.ready <= c.start) {
-        c.valid = true;
-        c.response = true;
-        c.plane = static_cast<std::int32_t>(p);
-        c.ready = r.ready;
-        c.start = port.earliest_start(r.ready, ack_flits_ * r.packets);
+bool Hub::fill(Tick now) {
+  bool took = false;
+  for (;;) {
+    // the source whose next store reaches the hub first
+    StoreSource* best = nullptr;
+    Tick best_ready = kTickMax;
+    for (StoreSource* s : sources_) {
+      if (!s->has_head()) continue;
+      const Tick r = s->head().issue + sm_to_hub_;
+      if (r < best_ready) {
+        best_ready = r;
+        best = s;
       }
     }
-    if (c.valid && (!best.valid || c.start < best.start)) best = c;
+    if (!best || best_ready > now + quantum_) return took;
+    const Tick at = std::max(best_ready, room_at_);
+    golden::StoreRequest st = best->head().store;
+    if (!fn_.egress->can_accept(st, at)) {
+      if (!room_blocked_) {
+        room_blocked_ = true;
+        blocked_since_ = at;
+        ++buffer_full_;
+      }
+      return took;
+    }
+    st.ready = at;
+    fn_.egress->accept(st, at);
+    best->pop(at);
+    took = true;
+    if (best->finished()) sources_.erase(std::find(sources_.begin(), sources_.end(), best));
+  }
+}
+
+Hub::Action Hub::next_action(Tick now, bool data_held) {
+  Action best;
+  const auto P = static_cast<std::size_t>(planes_);
+  // data: the port that could start a packet first (any packet: credits for
+  // one maximal packet suffice for every transaction)
+  const bool data = !data_held && fn_.egress->occupancy() > 0;
+  Tick data_from = std::max(now, egress_free_);
+  if (data) {
+    for (std::size_t k = 0; k < P; ++k) {
+      const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;
+      const Tick s = ports_[p]->earliest_start(data_from, max_packet_flits_);
+      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s};
+    }
+  }
+  // responses: on its plane, a response ready by the time data could start there goes first
+  for (std::size_t p = 0; p < P; ++p) {
+    if (responses_q_[p].empty()) continue;
+    const Response& r = responses_q_[p].front();
+    const std::uint32_t flits = moe_ext(*r.gp).flits;
+    const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), flits);
+    if (s == kTickMax) continue;
+    if (s < best.start || (s == best.start && best.valid && !best.response)) {
+      best = {true, true, static_cast<std::int32_t>(p), s};
+    }
   }
   return best;
 }
 
-void Hub::egress_thread() {
+void Hub::send_response(std::int32_t plane, Tick now) {
+  auto& q = responses_q_[static_cast<std::size_t>(plane)];
+  const Response r = q.front();
+  q.pop_front();
+  auto* ext = &moe_ext(*r.gp);
+  ext->plane = plane;
+  ext->ready = r.ready;
+  const Tick at = std::max(r.ready, now);
+  ext->sent = ports_[static_cast<std::size_t>(plane)]->earliest_start(at, ext->flits);
+  if (ext->sent < ext->written) ++early_responses_;
+  ++responses_;
+  ++transactions_;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time d = to_sc(at - now);
+  hub2nvl[static_cast<std::size_t>(plane)]->nb_transport_fw(*r.gp, phase, d);
+}
+
+bool Hub::send_data(Tick now) {
+  golden::EgressPick pick;
+  if (!fn_.egress->pick(std::max(now, egress_free_), congested_, pick)) return false;
+  egress_free_ = std::max(now, egress_free_) + cycles(pick.cycles);
+  const golden::StoreRequest& st = pick.store;
+  const Tick ready = std::max({st.ready, now, egress_free_});
+  const std::uint32_t packets = fmt_.packets_per_row(st.bytes);
+  const auto flits = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
+  // the port that can start it first; ties rotate over the planes
+  const auto P = static_cast<std::size_t>(planes_);
+  std::size_t plane = 0;
+  Tick start = kTickMax;
+  for (std::size_t k = 0; k < P; ++k) {
+    const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;
+    const Tick s = ports_[p]->earliest_start(ready, flits);
+    if (s < start) {
+      start = s;
+      plane = p;
+    }
+  }
+  if (start == kTickMax) throw std::logic_error(std::string(name()) + ": no port for a picked packet");
+  if (room_blocked_) {
+    // the stores that found the buffer full enter once this one has left
+    room_blocked_ = false;
+    room_at_ = start;
+    buffer_full_wait_ += start > blocked_since_ ? start - blocked_since_ : 0;
+  }
+  tlm::tlm_generic_payload* gp = pool_.allocate();
+  auto* ext = &moe_ext(*gp);
+  ext->kind = PacketKind::kWrite;
+  ext->src_gpu = gpu_;
+  ext->dst_gpu = st.dst_gpu;
+  ext->plane = static_cast<std::int32_t>(plane);
+  ext->transfer = static_cast<std::int32_t>(st.tag);
+  ext->store = st;
+  ext->packets = packets;
+  ext->flits = flits;
+  ext->ready = ready;
+  ext->sent = start;
+  gp->set_command(tlm::TLM_WRITE_COMMAND);
+  gp->set_address(st.address);
+  gp->set_data_length(st.bytes);
+  ++data_seq_;
+  data_packets_ += packets;
+  ++transactions_;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time d = to_sc(ready - now);
+  hub2nvl[plane]->nb_transport_fw(*gp, phase, d);
+  return true;
+}
+
+void Hub::egress() {
+  ++egress_wakes_;
+  const Tick now = now_ticks();
+  wake_at_ = kTickMax;
   if (ports_.size() != static_cast<std::size_t>(planes_)) {
     throw std::logic_error(std::string(name()) + ": egress ports not set");
   }
+  // the egress function may hold its data back (e.g. partial entries waiting
+  // for merges or a timer): then only responses, new stores or its timer can
+  // change anything now
+  bool data_held = false;
   for (;;) {
-    const Candidate c = pick();
-    const Tick now = now_ticks();
-    if (!c.valid) {
-      wake_at_ = kTickMax;
-      sc_core::wait(work_ev_);
+    if (fill(now)) data_held = false;
+    const Action a = next_action(now, data_held);
+    if (a.valid && a.start <= now + quantum_) {
+      if (a.response) {
+        send_response(a.plane, now);
+      } else if (!send_data(now)) {
+        data_held = true;
+      }
       continue;
     }
-    if (c.start > now + quantum_) {
-      wake_at_ = c.start;
-      sc_core::wait(to_sc(c.start - now), work_ev_);
-      continue;
+    // sleep until the next thing we know of: an action, a store reaching the
+    // hub (if there is room for it), a timer of the egress function
+    Tick next = a.valid ? a.start : kTickMax;
+    if (!room_blocked_) {
+      for (StoreSource* s : sources_) {
+        if (s->has_head()) next = std::min(next, std::max(s->head().issue + sm_to_hub_, room_at_));
+      }
     }
-    wake_at_ = now;
-    transmit(c);
+    const Tick timer = fn_.egress->next_event(now);
+    if (timer != golden::kNever) next = std::min(next, timer);
+    if (next != kTickMax) {
+      next = std::max(next, now + 1);
+      wake_at_ = next;
+      next_trigger(to_sc(next - now), work_ev_);
+    } else {
+      next_trigger(work_ev_);  // credits, a new source or a response will wake us
+    }
+    return;
   }
 }
 
-void Hub::transmit(const Candidate& c) {
-  const Tick now = now_ticks();
-  ext_->plane = c.plane;
-  ext_->ready = c.ready;
-  ext_->link_start = 0;
-  ext_->buffer_exit = 0;
-  ext_->delivered_at = 0;
-  if (c.response) {
-    auto& q = responses_q_[static_cast<std::size_t>(c.plane)];
-    const Response r = q.front();
-    q.pop_front();
-    ext_->kind = PacketKind::kResponse;
-    ext_->src_gpu = gpu_;
-    ext_->dst_gpu = r.producer;
-    ext_->phase = r.phase;
-    ext_->row_id = r.row_id;
-    ext_->row_offset = 0;
-    ext_->payload_bytes = 0;
-    ext_->packets = r.packets;
-    ext_->flits = ack_flits_ * r.packets;
-    gp_.set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
-    gp_.set_data_length(0);
-    ++responses_;
-  } else {
-    auto& as = streams_[c.stream];
-    const StorePacket p = as.stream->head();
-    as.stream->pop();
-    ext_->kind = PacketKind::kWrite;
-    ext_->src_gpu = gpu_;
-    ext_->dst_gpu = p.dst;
-    ext_->phase = as.phase;
-    ext_->row_id = p.row_id;
-    ext_->row_offset = p.row_offset;
-    ext_->payload_bytes = p.bytes;
-    ext_->packets = p.packets;
-    ext_->flits = p.flits;
-    gp_.set_command(tlm::TLM_WRITE_COMMAND);
-    gp_.set_data_length(p.bytes);
-    ++data_seq_;
-    data_packets_ += p.packets;
-    if (as.stream->finished()) streams_.erase(streams_.begin() + static_cast<std::ptrdiff_t>(c.stream));
-  }
-  gp_.set_address(0);
-  gp_.set_data_ptr(nullptr);
-  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  ++transactions_;
-  sc_core::sc_time delay = to_sc(std::max(c.ready, now) - now);
-  hub2nvl[static_cast<std::size_t>(c.plane)]->b_transport(gp_, delay);
+// ---------------------------------------------------------------------------
+// ingress
+
+tlm::tlm_sync_enum Hub::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                        sc_core::sc_time& delay) {
+  if (phase != tlm::BEGIN_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase");
+  ingress_q_->push(&gp, now_ticks() + to_ticks(delay));
+  return tlm::TLM_ACCEPTED;
 }
 
-void Hub::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-  auto* ext = gp.get_extension<MoePacketExt>();
+bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
+  auto* ext = &moe_ext(gp);
+  ext->arrival = at;
   const Tick now = now_ticks();
-  const Tick exit = now + to_ticks(delay) + hub_latency_;
-  ext->buffer_exit = exit;
-  if (ext->kind == PacketKind::kWrite) {
-    if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted write");
+  const auto plane = static_cast<std::size_t>(ext->plane);
+  if (ext->kind == PacketKind::kResponse) {
+    if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted response");
+    const Tick exit = at + hub_latency_;
+    tlm::tlm_phase end_req = tlm::END_REQ;
     sc_core::sc_time d = to_sc(exit - now);
-    hub2xbar->b_transport(gp, d);
-    const Tick delivered = now + to_ticks(d);
-    ext->delivered_at = delivered;
-    sink_->on_delivered(*ext, delivered);
-    responses_q_[static_cast<std::size_t>(ext->plane)].push_back(Response{exit, ext->src_gpu, ext->plane, ext->phase,
-                               ext->row_id, ext->packets});
-    wake(exit);
-    delay = d;
-  } else {
+    nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
     sink_->on_acknowledged(*ext, exit);
-    delay = to_sc(exit - now);
+    gp.release();
+    return true;
   }
-  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted write");
+  const Tick t = std::max(at, ingress_free_);
+  const golden::IngressResult r = fn_.ingress->on_write(ext->store, t);
+  if (!r.accepted) {
+    if (r.retry_at <= t) throw std::logic_error(std::string(name()) + ": ingress stalled without a later retry time");
+    ++ingress_stalls_;
+    ingress_free_ = r.retry_at;
+    retry = r.retry_at;
+    return false;
+  }
+  ++writes_in_;
+  ingress_free_ = t + cycles(r.cycles);
+  ext->store.address = r.address;
+  ext->store.local_row_id = r.local_row_id;
+  gp.set_address(r.address);
+  if (memory_ && (r.metadata_read_bytes + r.metadata_write_bytes) > 0) {
+    memory_->start_flow(static_cast<double>(r.metadata_read_bytes + r.metadata_write_bytes), 0, t, [](Tick) {});
+  }
+  // the write leaves the input buffer (credits go back) and goes to memory
+  const Tick exit = t + hub_latency_;
+  tlm::tlm_phase end_req = tlm::END_REQ;
+  sc_core::sc_time d = to_sc(exit - now);
+  nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
+  tlm::tlm_phase begin = tlm::BEGIN_REQ;
+  sc_core::sc_time dx = to_sc(exit - now);
+  hub2xbar->nb_transport_fw(gp, begin, dx);
+  return true;
+}
+
+tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                        sc_core::sc_time& delay) {
+  if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;  // an egress port started our packet
+  if (phase != tlm::BEGIN_RESP) throw std::logic_error(std::string(name()) + ": unexpected phase on the way back");
+  // memory completed a write: deliver, signal, answer
+  const Tick now = now_ticks();
+  const Tick done = now + to_ticks(delay);
+  auto* w = &moe_ext(gp);
+  sink_->on_delivered(*w, done);
+  ready_buf_.clear();
+  fn_.completion->on_write_complete(w->store, done, ready_buf_);
+  if (ready_) {
+    for (const auto& rs : ready_buf_) ready_(rs, done);
+  }
+  tlm::tlm_generic_payload* rgp = pool_.allocate();
+  auto* r = &moe_ext(*rgp);
+  r->kind = PacketKind::kResponse;
+  r->src_gpu = gpu_;
+  r->dst_gpu = w->src_gpu;
+  r->plane = w->plane;
+  r->transfer = w->transfer;
+  r->store = w->store;
+  r->store.bytes = 0;
+  r->packets = w->packets;
+  r->flits = ack_flits_ * w->packets;
+  r->written = done;
+  rgp->set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
+  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, rgp});
+  gp.release();
+  wake(done);
+  return tlm::TLM_ACCEPTED;
+}
+
+void Hub::b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) {
+  throw std::logic_error(std::string(name()) + ": the hub is non-blocking (nb_transport_fw)");
 }
 
 }  // namespace moehub

@@ -1,21 +1,27 @@
 // The GPU hub: the unit between the on-chip crossbar and the NVLink ports.
 //
-// This is the conventional, address-centric remote-store path:
-// - egress: remote stores issued by the SMs (StoreStreams) and write
-//   responses owed to peers leave through one NVLink port per NVSwitch plane.
-//   A response leaves on the plane of the write it answers; each data packet
-//   takes the port that can start it first (ties rotate over the planes), so
-//   the planes share the load. On each port a waiting response goes before
-//   new data. A packet goes out when its port has bandwidth and credits.
-// - ingress: a write from a peer is forwarded through the crossbar into
-//   local memory and answered with a write response; a response completes
-//   one of our own stores.
-// The MoE-Hub units (AAU, RPM, DAM) plug in here later as functions of the
-// golden model behind the same sockets.
-//
-// The egress runs as one SystemC thread using temporal decoupling: it sends
-// every packet whose start time lies within `sync_quantum_ns` of the current
-// time without yielding, and waits otherwise.
+// What the hub computes is delegated to its functions (systemc/golden/, one
+// implementation chosen by hub.implementation): address translation on
+// ingress, the write buffer and the choice of the next packet on egress, and
+// what a completed write signals. This module adds the transport and timing
+// around them:
+// - egress: kernels' stores (StoreSources, the SM-to-hub interface) enter
+//   the egress function's write buffer when they reach the hub and there is
+//   room (otherwise the kernel stalls); the function picks the next packet;
+//   it takes the NVLink port (one per NVSwitch plane) that can start it
+//   first (ties rotate over the planes). Write responses owed to peers leave
+//   on the plane of the write they answer; on each port a waiting response
+//   goes before new data. A packet starts when its port has bandwidth and
+//   credits. The egress is one SystemC method using temporal decoupling: it
+//   handles every action whose start lies within `sim.sync_quantum_ns` of the
+//   current time and sleeps until the next one otherwise.
+// - ingress: arrivals from all planes are handled in arrival-time order (an
+//   ArrivalQueue with the switch-to-GPU link latency as lookahead). A write
+//   goes through the ingress function (its address), leaves the input buffer
+//   after hub.latency (which returns the link's credits; a function that
+//   stalls keeps them, so back-pressure reaches the link and the sender),
+//   crosses the crossbar into HBM, and is answered with a write response
+//   once HBM has completed it. A response completes one of our own stores.
 #pragma once
 
 #include <systemc>
@@ -23,11 +29,17 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <vector>
 
+#include "common/arrival_queue.hpp"
 #include "common/config.hpp"
-#include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
+#include "common/payload_pool.hpp"
+#include "common/tlm_block.hpp"
+#include "golden/hub_functions.hpp"
+#include "gpu/memory_flows.hpp"
 #include "gpu/store_stream.hpp"
 
 namespace moehub {
@@ -35,11 +47,11 @@ namespace moehub {
 class NvlinkPort;
 
 /// Receives the end points of every transfer (implemented by the platform's
-/// collective bookkeeping).
+/// scoreboard).
 class TrafficSink {
  public:
   virtual ~TrafficSink() = default;
-  /// A write reached the consumer's memory side at `t`.
+  /// A write is in the consumer's memory at `t`.
   virtual void on_delivered(const MoePacketExt& write, Tick t) = 0;
   /// A write response reached the producer at `t` (ext.dst_gpu is the producer).
   virtual void on_acknowledged(const MoePacketExt& response, Tick t) = 0;
@@ -52,71 +64,101 @@ class Hub : public TlmBlock {
   tlm::tlm_initiator_socket<> hub2xbar;                     ///< writes into local memory
 
   SC_HAS_PROCESS(Hub);
-  Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink);
+  /// `functions` overrides the implementation named in sys.hub (tests).
+  Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, TrafficSink* sink,
+      golden::HubFunctions functions = {});
 
   /// The transmitters behind hub2nvl, for flow-control state (credits).
-  void set_egress_ports(std::vector<NvlinkPort*> ports) { ports_ = std::move(ports); }
+  void set_egress_ports(std::vector<NvlinkPort*> ports);
+  /// Where the functions' own memory traffic (metadata spills) goes.
+  void set_memory(MemoryFlows* m) { memory_ = m; }
+  /// Called for every thread-block group a completed write makes ready.
+  void set_ready_listener(std::function<void(const golden::ReadySignal&, Tick)> f) { ready_ = std::move(f); }
 
-  /// Starts sending the stores of a kernel; the stream must outlive the transfer.
-  void start_stream(int phase, StoreStream* stream);
-  /// Peer `dst` joined collective `phase` at `t`: its rows may flow.
-  void enable_peer(int phase, std::int32_t dst, Tick t);
+  /// A kernel's stores (the source must outlive its transfer).
+  void add_source(StoreSource* source);
+  /// Something a source or port waits for may be possible from `t` on.
+  void wake(Tick t);
 
-  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  void b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) override;
 
   int planes() const { return planes_; }
   std::uint64_t data_packets_sent() const { return data_packets_; }
   std::uint64_t responses_sent() const { return responses_; }
   std::uint64_t transactions_sent() const { return transactions_; }
+  const ArrivalQueue& arrivals() const { return *ingress_q_; }
+  /// Writes handed to the ingress function, and how often it stalled.
+  std::uint64_t writes_received() const { return writes_in_; }
+  std::uint64_t ingress_stalls() const { return ingress_stalls_; }
+  /// Stores that found the write buffer full, and the time they waited.
+  std::uint64_t buffer_full_events() const { return buffer_full_; }
+  Tick buffer_full_wait() const { return buffer_full_wait_; }
+  /// Responses that left before the write they answer was in memory (must stay 0).
+  std::uint64_t early_responses() const { return early_responses_; }
+  std::uint64_t egress_wakes() const { return egress_wakes_; }
+  const PayloadPool& pool() const { return pool_; }
 
  private:
   struct Response {
-    Tick ready;
-    std::int32_t producer;
-    std::int32_t plane;
-    std::int32_t phase;
-    std::int64_t row_id;
-    std::uint32_t packets;
+    Tick ready;                      ///< the write it answers is in memory
+    tlm::tlm_generic_payload* gp;    ///< the response, from our pool
   };
-  struct Candidate {
+  struct Action {
     bool valid = false;
     bool response = false;
-    std::size_t stream = 0;
     std::int32_t plane = 0;
-    Tick ready = 0;
-    Tick start = 0;
-  };
-  struct ActiveStream {
-    int phase;
-    StoreStream* stream;
+    Tick start = kTickMax;
   };
 
-  void egress_thread();
-  Candidate pick();
-  void transmit(const Candidate& c);
-  void wake(Tick t);
+  void egress();
+  bool fill(Tick now);
+  Action next_action(Tick now, bool data_held);
+  void send_response(std::int32_t plane, Tick now);
+  bool send_data(Tick now);
+  bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
+  Tick cycles(std::uint32_t n) const;
 
   int gpu_;
   int planes_;
   Tick sm_to_hub_;   ///< crossbar + hub latency of a store on its way out
   Tick hub_latency_;
   Tick quantum_;
+  double hub_clock_ghz_;
   std::uint32_t ack_flits_;
+  std::uint32_t max_packet_flits_;
+  PacketFormat fmt_;
   TrafficSink* sink_;
+  golden::HubFunctions fn_;
+  MemoryFlows* memory_ = nullptr;
+  std::function<void(const golden::ReadySignal&, Tick)> ready_;
+  std::vector<golden::ReadySignal> ready_buf_;
   std::vector<NvlinkPort*> ports_;
-  std::vector<ActiveStream> streams_;
-  // Write responses owed, one FIFO per plane in the order the writes came in
-  // (their ready times are in arrival order up to the temporal-decoupling
-  // quantum).
-  std::vector<std::deque<Response>> responses_q_;  ///< per plane
+  std::vector<StoreSource*> sources_;
+  std::vector<std::uint8_t> congested_;
+  std::vector<std::deque<Response>> responses_q_;  ///< per plane, in completion order
+  std::unique_ptr<ArrivalQueue> ingress_q_;
+  PayloadPool pool_;
+  Tick ingress_free_ = 0;  ///< when the ingress function can take the next write
+  Tick egress_free_ = 0;   ///< when the egress function can make the next decision
+  Tick room_at_ = 0;       ///< a store that found the buffer full enters no earlier than this
+  bool room_blocked_ = false;
+  Tick blocked_since_ = 0;
   std::uint64_t data_seq_ = 0;
   sc_core::sc_event work_ev_;
-  Tick wake_at_ = 0;  ///< when the egress thread will look again (kTickMax: waiting for work)
-  tlm::tlm_generic_payload gp_;
-  MoePacketExt* ext_;  ///< owned by gp_ (freed with it)
+  Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;
   std::uint64_t responses_ = 0;
   std::uint64_t transactions_ = 0;
+  std::uint64_t writes_in_ = 0;
+  std::uint64_t ingress_stalls_ = 0;
+  std::uint64_t buffer_full_ = 0;
+  Tick buffer_full_wait_ = 0;
+  std::uint64_t early_responses_ = 0;
+  std::uint64_t egress_wakes_ = 0;
 };
 
 }  // namespace moehub

@@ -32,8 +32,8 @@ class SmArray : public sc_core::sc_module, public tlm::tlm_bw_transport_if<> {
   Tick memory_kernel(double bytes, bool write);
   /// Store issue rate of a kernel running on `sms` SMs, GB/s.
   double store_issue_gbps(int sms) const;
-  /// Starts a communication kernel's stores (the stream must outlive the transfer).
-  void start_stores(int phase, StoreStream* stream) { hub_->start_stream(phase, stream); }
+  /// Starts a communication kernel's stores (the source must outlive the transfer).
+  void start_stores(StoreSource* source) { hub_->add_source(source); }
 
   const ComputeModel& compute() const { return compute_; }
 

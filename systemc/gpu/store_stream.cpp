@@ -5,13 +5,17 @@
 
 namespace moehub {
 
-StoreStream::StoreStream(std::vector<RowBatch> batches, std::uint32_t row_bytes, PacketFormat fmt,
-                         std::uint32_t packets_per_transaction, double issue_gbps, Tick start)
-    : row_bytes_(row_bytes),
+StoreStream::StoreStream(std::int32_t src_gpu, std::uint64_t transfer, std::vector<RowBatch> batches,
+                         std::uint32_t row_bytes, PacketFormat fmt, std::uint32_t packets_per_transaction,
+                         double issue_gbps, Tick start, Tick sm_to_hub)
+    : src_gpu_(src_gpu),
+      transfer_(transfer),
+      row_bytes_(row_bytes),
       fmt_(fmt),
       chunk_bytes_(std::max<std::uint32_t>(1, packets_per_transaction) * fmt.max_payload_bytes),
       issue_gbps_(issue_gbps),
-      clock_(start) {
+      clock_(start),
+      sm_to_hub_(sm_to_hub) {
   if (row_bytes == 0) throw std::invalid_argument("StoreStream: row_bytes must be > 0");
   for (const auto& b : batches) {
     if (b.count <= 0) continue;
@@ -40,27 +44,34 @@ std::uint64_t StoreStream::total_packets() const {
 void StoreStream::fill_head() {
   if (rr_ >= active_.size()) rr_ = 0;
   const Cursor& c = cursors_[active_[rr_]];
-  head_.dst = c.batch.dst;
-  head_.row_id = c.batch.rows[c.row];
-  head_.row_offset = c.offset;
-  head_.bytes = std::min(chunk_bytes_, row_bytes_ - c.offset);
-  head_.packets = fmt_.packets_per_row(head_.bytes);
-  head_.flits = static_cast<std::uint32_t>(fmt_.row_flits(head_.bytes));
+  golden::StoreRequest& s = head_.store;
+  s.op = golden::Opcode::kStore;
+  s.src_gpu = src_gpu_;
+  s.dst_gpu = c.batch.dst;
+  s.row_id = c.batch.rows[c.row];
+  s.row_offset = c.offset;
+  s.bytes = std::min(chunk_bytes_, row_bytes_ - c.offset);
+  s.address = c.batch.base_address + static_cast<std::uint64_t>(c.row) * row_bytes_ + c.offset;
+  s.priority = true;
+  s.mask = s.bytes <= golden::kLineBytes && c.offset % golden::kLineBytes + s.bytes <= golden::kLineBytes
+               ? golden::ByteMask::range(c.offset % golden::kLineBytes, s.bytes)
+               : golden::ByteMask::range(0, golden::kLineBytes);
+  s.tag = transfer_;
   const Tick begin = std::max(clock_, c.enabled_at);
-  head_.issue = begin + transfer_ticks(head_.bytes, issue_gbps_);
+  head_.issue = begin + transfer_ticks(s.bytes, issue_gbps_);
   head_valid_ = true;
 }
 
-const StorePacket& StoreStream::head() {
+const SourceStore& StoreStream::head() {
   if (!head_valid_) fill_head();
   return head_;
 }
 
-void StoreStream::pop() {
+void StoreStream::pop(Tick taken) {
   if (!head_valid_) fill_head();
-  clock_ = head_.issue;
+  clock_ = std::max(head_.issue, taken > sm_to_hub_ ? taken - sm_to_hub_ : 0);
   Cursor& c = cursors_[active_[rr_]];
-  c.offset += head_.bytes;
+  c.offset += head_.store.bytes;
   if (c.offset >= row_bytes_) {
     c.offset = 0;
     ++c.row;

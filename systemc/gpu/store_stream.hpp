@@ -1,11 +1,19 @@
-// The remote stores of one communication kernel on one GPU, in issue order.
+// Kernels' remote stores, as they reach the hub: the SM-to-hub interface.
 //
-// A kernel that sends rows to peers (an all-to-all's send side) runs on a
-// number of SMs; each SM issues stores at a bounded rate, so the kernel as a
-// whole issues at most sms * bytes_per_cycle * clock. Rows to different peers
-// are interleaved packet by packet (round robin over peers, as a collective
-// that progresses all peers at once does). A peer's rows become eligible only
-// once that peer has joined the collective (enable()).
+// A StoreSource is one kernel's stream of stores in the kernel's own order
+// and at its own times: head() is the next store and when the SMs issue it;
+// the hub takes it into its write buffer when there is room (pop with the
+// time it was taken). A store taken later than it was issued is back-pressure:
+// the kernel's next stores issue no earlier than that (the SMs' store queues
+// are full), so a hub that stalls slows the kernel down.
+//
+// StoreStream is the source of an all-to-all's send side: rows to peers,
+// interleaved round robin over the peers that have joined (as a collective
+// that progresses all peers at once does), issued at the kernel's store rate
+// (sms x bytes per cycle x clock). A peer's rows become eligible only once
+// that peer has joined the collective (enable()). Every store carries the
+// address of its bytes at the destination (the row's slot in the peer's
+// receive region).
 //
 // At packet granularity every store is one NVLink packet of at most
 // max_payload_bytes; at row granularity one transaction stands for a run of
@@ -20,6 +28,7 @@
 
 #include "common/config.hpp"
 #include "common/units.hpp"
+#include "golden/store.hpp"
 
 namespace moehub {
 
@@ -49,14 +58,23 @@ struct PacketFormat {
   }
 };
 
-struct StorePacket {
-  std::int32_t dst = 0;
-  std::int64_t row_id = 0;
-  std::uint32_t row_offset = 0;
-  std::uint32_t bytes = 0;
-  std::uint32_t flits = 0;
-  std::uint32_t packets = 1;
-  Tick issue = 0;  ///< when the SMs have issued it
+/// One store of a kernel and when the SMs issue it.
+struct SourceStore {
+  golden::StoreRequest store;  ///< tag = the transfer (collective) it belongs to
+  Tick issue = 0;
+};
+
+class StoreSource {
+ public:
+  virtual ~StoreSource() = default;
+  /// A store can be issued (an enabled batch still has data).
+  virtual bool has_head() const = 0;
+  /// The next store (valid while has_head()).
+  virtual const SourceStore& head() = 0;
+  /// The hub took the head into its buffer at `taken` (>= when it reached the hub).
+  virtual void pop(Tick taken) = 0;
+  /// Every store has been taken.
+  virtual bool finished() const = 0;
 };
 
 /// Rows of one source GPU towards one destination.
@@ -64,23 +82,24 @@ struct RowBatch {
   std::int32_t dst = 0;
   const std::int64_t* rows = nullptr;  ///< global row ids, owned by the collective
   std::int64_t count = 0;
+  std::uint64_t base_address = 0;      ///< destination address of the batch's first row (rows are contiguous)
 };
 
-class StoreStream {
+class StoreStream : public StoreSource {
  public:
-  /// `packets_per_transaction` is 1 at packet granularity.
-  StoreStream(std::vector<RowBatch> batches, std::uint32_t row_bytes, PacketFormat fmt,
-              std::uint32_t packets_per_transaction, double issue_gbps, Tick start);
+  /// `packets_per_transaction` is 1 at packet granularity; `sm_to_hub` is the
+  /// time from issue to the hub (back-pressure moves the issue clock to
+  /// taken - sm_to_hub).
+  StoreStream(std::int32_t src_gpu, std::uint64_t transfer, std::vector<RowBatch> batches, std::uint32_t row_bytes,
+              PacketFormat fmt, std::uint32_t packets_per_transaction, double issue_gbps, Tick start,
+              Tick sm_to_hub);
 
   /// Rows towards `dst` may be issued from `t` on.
   void enable(std::int32_t dst, Tick t);
-  /// True if an enabled batch still has data.
-  bool has_head() const { return !active_.empty(); }
-  /// The next packet (valid while has_head()).
-  const StorePacket& head();
-  void pop();
-  /// All batches sent.
-  bool finished() const { return remaining_batches_ == 0; }
+  bool has_head() const override { return !active_.empty(); }
+  const SourceStore& head() override;
+  void pop(Tick taken) override;
+  bool finished() const override { return remaining_batches_ == 0; }
   std::uint64_t total_packets() const;
 
  private:
@@ -92,6 +111,8 @@ class StoreStream {
   };
   void fill_head();
 
+  std::int32_t src_gpu_;
+  std::uint64_t transfer_;
   std::vector<Cursor> cursors_;
   std::vector<std::size_t> active_;  ///< enabled cursors with data left
   std::size_t rr_ = 0;
@@ -100,9 +121,10 @@ class StoreStream {
   std::uint32_t chunk_bytes_;  ///< payload of a full transaction
   double issue_gbps_;
   Tick clock_;
+  Tick sm_to_hub_;
   std::size_t remaining_batches_ = 0;
   bool head_valid_ = false;
-  StorePacket head_;
+  SourceStore head_;
 };
 
 }  // namespace moehub

@@ -1,7 +1,13 @@
-// Bookkeeping of the all-to-all collectives of a run: who has joined, which
-// rows have arrived where, when each GPU's part is complete, and the
-// end-of-run self-checks (every byte sent arrives exactly once at the GPU it
-// was meant for; every row is delivered exactly once).
+// The all-to-all transfers of a run: rendezvous and traffic generation.
+//
+// A GPU joins a transfer when its stream reaches it: its local rows (src ==
+// dst) are copied through HBM, and a StoreStream with its rows to every peer
+// starts feeding its hub; the rows towards a peer flow once that peer has
+// joined too (both sides ready, as a collective's handshake requires). A
+// GPU's part is complete when its local copy is done, all its packets have
+// arrived and all its own writes are answered (counted by the Scoreboard).
+// Transfers marked `bulk` (ring hops' weights and accumulators) use
+// sim.bulk_granularity, all others sim.granularity.
 #pragma once
 
 #include <systemc>
@@ -10,69 +16,52 @@
 #include <string>
 #include <vector>
 
+#include "common/config.hpp"
 #include "gpu/hub.hpp"
+#include "gpu/memory_flows.hpp"
 #include "gpu/sm_array.hpp"
 #include "gpu/store_stream.hpp"
+#include "platform/scoreboard.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
 
-class Collectives : public TrafficSink {
+class Collectives {
  public:
-  /// `packets_per_transaction`: 1 at packet granularity; 0 at row granularity
-  /// (one transaction per row and NVSwitch plane).
-  Collectives(const Schedule& schedule, int num_gpus, PacketFormat fmt, std::uint32_t packets_per_transaction);
-  /// The GPUs' hubs and SM arrays (once they exist).
-  void attach(std::vector<Hub*> hubs, std::vector<SmArray*> sms);
+  Collectives(const Schedule& schedule, const SystemConfig& sys, Scoreboard& scoreboard);
+  /// The GPUs' hubs, SM arrays and HBMs (once they exist).
+  void attach(std::vector<Hub*> hubs, std::vector<SmArray*> sms, std::vector<MemoryFlows*> hbm);
 
-  /// GPU `g` starts its part of collective `c` now; `local_done` is when its
-  /// local rows (src == dst) have been copied.
-  void join(int c, int g, Tick local_done);
-  /// Notified when GPU g's part of collective c is complete.
+  /// GPU `g` starts its part of transfer `c` now.
+  void join(int c, int g);
+  /// Notified when GPU g's part of transfer c is complete.
   sc_core::sc_event& done_event(int c, int g);
 
-  void on_delivered(const MoePacketExt& write, Tick t) override;
-  void on_acknowledged(const MoePacketExt& response, Tick t) override;
-
-  /// End-of-run checks; returns one message per violation (empty = pass).
+  /// Rendezvous checks: every GPU joined and completed every transfer.
   std::vector<std::string> verify() const;
-
-  struct Totals {
-    double payload_bytes_sent = 0;      ///< over the fabric
-    double payload_bytes_received = 0;  ///< over the fabric
-    double local_bytes = 0;             ///< copied within a GPU
-    std::uint64_t data_packets = 0;
-    std::int64_t rows_delivered = 0;
-  };
-  Totals totals() const;
 
  private:
   struct PerGpu {
     bool joined = false;
     bool done = false;
-    Tick join_time = 0;
-    Tick local_done = 0;
-    Tick last = 0;
-    std::uint64_t expect_recv = 0, recv = 0;
-    std::uint64_t expect_acks = 0, acks = 0;
+    bool local_done = false;
+    Tick local_at = 0;
     std::unique_ptr<StoreStream> stream;
     std::unique_ptr<sc_core::sc_event> done_ev;
   };
   struct State {
     const AllToAll* spec = nullptr;
     std::vector<PerGpu> gpus;
-    std::vector<std::uint32_t> bytes_at_row;  ///< payload bytes received per row id
-    std::vector<std::uint8_t> arrivals_ok;    ///< 0: never / wrong GPU seen
-    double sent = 0, received = 0, local = 0;
-    std::uint64_t packets = 0;
-    std::vector<std::string> errors;
   };
-  void check_done(State& s, int g);
+  void check_done(int c, int g);
 
   PacketFormat fmt_;
-  std::uint32_t packets_per_transaction_;
+  std::string granularity_, bulk_granularity_;
+  Tick sm_to_hub_;
+  Scoreboard& scoreboard_;
   std::vector<Hub*> hubs_;
   std::vector<SmArray*> sms_;
+  std::vector<MemoryFlows*> hbm_;
   std::vector<State> states_;
 };
 

@@ -25,28 +25,34 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   const int P = sys.nvswitch.num_switches;
   const double port_bw = sys.nvlink.bw_gbps_per_direction_per_gpu / P;
   const Tick bin = us_to_ticks(sys.sim.timeline_bin_us);
-  collectives_ = std::make_unique<Collectives>(schedule_, G, PacketFormat::from(sys.nvlink),
-                                               sys.sim.granularity == "row" ? 0u : 1u);
+  const Tick quantum = std::max<Tick>(1, ns_to_ticks(sys.sim.sync_quantum_ns));
+  const Tick link = ns_to_ticks(sys.nvlink.gpu_switch_latency_ns);
+  address_map_ = std::make_unique<AddressMap>(G);
+  scoreboard_ = std::make_unique<Scoreboard>(schedule_, G, PacketFormat::from(sys.nvlink), *address_map_);
+  collectives_ = std::make_unique<Collectives>(schedule_, sys, *scoreboard_);
 
   for (int p = 0; p < P; ++p) {
-    switches_.push_back(std::make_unique<NvSwitch>(("sw" + std::to_string(p)).c_str(), G, sys.nvswitch));
+    switches_.push_back(
+        std::make_unique<NvSwitch>(("sw" + std::to_string(p)).c_str(), G, sys.nvswitch, link, link));
   }
   std::vector<Hub*> hub_ptrs;
   std::vector<SmArray*> sm_ptrs;
+  std::vector<MemoryFlows*> hbm_ptrs;
   for (int g = 0; g < G; ++g) {
     const std::string gs = "gpu" + std::to_string(g);
-    hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, collectives_.get()));
+    hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, scoreboard_.get()));
     sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get()));
-    xbar_.push_back(std::make_unique<ServerTarget>((gs + "_xbar").c_str(), 1, sys.gpu.xbar_bw_gbps,
-                                                   sys.gpu.xbar_latency_ns, true));
-    hbm_.push_back(std::make_unique<ServerTarget>((gs + "_hbm").c_str(), 2,
-                                                  sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
-                                                  sys.gpu.hbm_latency_ns, false));
-    hubs_.back()->hub2xbar.bind(xbar_.back()->in[0]);
-    xbar_.back()->out().bind(hbm_.back()->in[0]);
+    xbar_.push_back(std::make_unique<Crossbar>((gs + "_xbar").c_str(), sys.gpu.xbar_bw_gbps, sys.gpu.xbar_latency_ns));
+    hbm_.push_back(std::make_unique<Hbm>((gs + "_hbm").c_str(), sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
+                                         sys.gpu.hbm_latency_ns, static_cast<std::uint32_t>(sys.sim.hbm_slice_bytes),
+                                         quantum));
+    hubs_.back()->hub2xbar.bind(xbar_.back()->in);
+    xbar_.back()->out.bind(hbm_.back()->in[0]);
     sms_.back()->sm2hbm.bind(hbm_.back()->in[1]);
+    hubs_.back()->set_memory(hbm_.back().get());
     hub_ptrs.push_back(hubs_.back().get());
     sm_ptrs.push_back(sms_.back().get());
+    hbm_ptrs.push_back(hbm_.back().get());
   }
   for (int g = 0; g < G; ++g) {
     std::vector<NvlinkPort*> egress;
@@ -67,7 +73,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
     }
     hubs_[static_cast<std::size_t>(g)]->set_egress_ports(std::move(egress));
   }
-  collectives_->attach(hub_ptrs, sm_ptrs);
+  collectives_->attach(hub_ptrs, sm_ptrs, hbm_ptrs);
 
   records_.resize(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
@@ -103,6 +109,39 @@ std::uint64_t Node::fabric_transactions() const {
   return n;
 }
 
+
+std::uint64_t Node::reorderings() const {
+  std::uint64_t n = 0;
+  for (const auto& h : hubs_) n += h->arrivals().reorderings();
+  for (const auto& s : switches_) n += s->arrivals().reorderings();
+  for (const auto& m : hbm_) n += m->reorderings();
+  return n;
+}
+
+std::vector<std::string> Node::verify() const {
+  std::vector<std::string> errors = collectives_->verify();
+  const auto sb = scoreboard_->verify();
+  errors.insert(errors.end(), sb.begin(), sb.end());
+  for (const auto& h : hubs_) {
+    if (h->arrivals().reorderings()) {
+      errors.push_back(std::string(h->name()) + ": " + std::to_string(h->arrivals().reorderings()) +
+                       " arrivals handled out of time order");
+    }
+  }
+  for (const auto& s : switches_) {
+    if (s->arrivals().reorderings()) {
+      errors.push_back(std::string(s->name()) + ": " + std::to_string(s->arrivals().reorderings()) +
+                       " arrivals handled out of time order");
+    }
+  }
+  for (const auto& m : hbm_) {
+    if (m->reorderings()) {
+      errors.push_back(std::string(m->name()) + ": " + std::to_string(m->reorderings()) +
+                       " requests served out of time order");
+    }
+  }
+  return errors;
+}
 
 void Node::host_thread(int g) {
   const auto gi = static_cast<std::size_t>(g);
@@ -197,14 +236,12 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
     case OpKind::kAllToAll: {
       r.kind = "all_to_all";
       const AllToAll& a = schedule_.collectives[static_cast<std::size_t>(op.collective)];
-      const double local = static_cast<double>(a.rows[gi][gi].size()) * a.row_bytes;
-      const Tick local_done = local > 0 ? sm.memory_kernel(2 * local, true) : now_ticks();
       double sent = 0;
       for (std::size_t d = 0; d < a.rows[gi].size(); ++d) {
         if (d != gi) sent += static_cast<double>(a.rows[gi][d].size()) * a.row_bytes;
       }
       r.bytes = sent;
-      collectives_->join(op.collective, g, local_done);
+      collectives_->join(op.collective, g);
       sc_core::wait(collectives_->done_event(op.collective, g));
       break;
     }

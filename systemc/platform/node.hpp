@@ -2,9 +2,10 @@
 //
 // Per GPU: SM array, hub, crossbar port and HBM; per GPU and NVSwitch chip one
 // NVLink port in each direction; the NVSwitch chips. Wiring (initiator ->
-// target): sm2hbm, hub2nvl[p] -> gpu{g}->sw{p} -> sw{p}.gpu2sw[g],
+// target): sm2hbm -> hbm.in[1], hub2nvl[p] -> gpu{g}->sw{p} -> sw{p}.gpu2sw[g],
 // sw{p}.sw2gpu[d] -> sw{p}->gpu{d} -> hub{d}.nvl2hub[p], hub2xbar -> xbar ->
-// xbar2hbm -> hbm.
+// xbar2hbm -> hbm.in[0]. Kernels' bulk traffic reaches HBM as flows
+// (MemoryFlows); the address map lays out each GPU's memory.
 //
 // Each GPU runs its op list on one SystemC thread per stream (ops of other
 // streams they depend on are awaited as CUDA events would be), with the host
@@ -25,10 +26,13 @@
 #include "common/config.hpp"
 #include "fabric/nvlink_port.hpp"
 #include "fabric/nvswitch.hpp"
+#include "gpu/crossbar.hpp"
+#include "gpu/hbm.hpp"
 #include "gpu/hub.hpp"
-#include "gpu/memory_target.hpp"
 #include "gpu/sm_array.hpp"
+#include "platform/address_map.hpp"
 #include "platform/collectives.hpp"
+#include "platform/scoreboard.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
@@ -61,14 +65,25 @@ class Node : public sc_core::sc_module {
 
   const std::vector<GpuRecord>& records() const { return records_; }
   const Collectives& collectives() const { return *collectives_; }
+  const Scoreboard& scoreboard() const { return *scoreboard_; }
+  const AddressMap& address_map() const { return *address_map_; }
   int num_gpus() const { return sys_.num_gpus; }
   int planes() const { return sys_.nvswitch.num_switches; }
   /// GPU -> switch port of GPU g on plane p, and switch -> GPU.
   const NvlinkPort& uplink(int g, int p) const { return *up_[static_cast<std::size_t>(g * planes() + p)]; }
   const NvlinkPort& downlink(int g, int p) const { return *down_[static_cast<std::size_t>(g * planes() + p)]; }
   const Hub& hub(int g) const { return *hubs_[static_cast<std::size_t>(g)]; }
-  const ServerTarget& hbm(int g) const { return *hbm_[static_cast<std::size_t>(g)]; }
+  const Hbm& hbm(int g) const { return *hbm_[static_cast<std::size_t>(g)]; }
+  Hbm& hbm(int g) { return *hbm_[static_cast<std::size_t>(g)]; }
+  Hub& hub(int g) { return *hubs_[static_cast<std::size_t>(g)]; }
+  const NvSwitch& nvswitch(int p) const { return *switches_[static_cast<std::size_t>(p)]; }
   std::uint64_t fabric_transactions() const;
+  /// End-of-run self-checks of the whole node: the transfers' rendezvous and
+  /// scoreboard, and the blocks' invariants (every hub, switch and HBM handled
+  /// its inputs in time order). One message per violation; empty = pass.
+  std::vector<std::string> verify() const;
+  /// Inputs handled out of arrival order, over all hubs, switches and HBMs (0).
+  std::uint64_t reorderings() const;
 
  private:
   struct GpuRun;  // per-GPU execution state shared by its host and stream threads
@@ -81,11 +96,13 @@ class Node : public sc_core::sc_module {
   const Schedule schedule_;
   std::vector<std::unique_ptr<Hub>> hubs_;
   std::vector<std::unique_ptr<SmArray>> sms_;
-  std::vector<std::unique_ptr<ServerTarget>> xbar_;
-  std::vector<std::unique_ptr<ServerTarget>> hbm_;
+  std::vector<std::unique_ptr<Crossbar>> xbar_;
+  std::vector<std::unique_ptr<Hbm>> hbm_;
   std::vector<std::unique_ptr<NvSwitch>> switches_;
   std::vector<std::unique_ptr<NvlinkPort>> up_;
   std::vector<std::unique_ptr<NvlinkPort>> down_;
+  std::unique_ptr<AddressMap> address_map_;
+  std::unique_ptr<Scoreboard> scoreboard_;
   std::unique_ptr<Collectives> collectives_;
   std::vector<GpuRecord> records_;
   std::vector<std::unique_ptr<GpuRun>> runs_;

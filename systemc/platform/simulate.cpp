@@ -143,15 +143,40 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   }
   j["links"] = links;
 
-  const auto t = node.collectives().totals();
+  const auto t = node.scoreboard().totals();
   J tj;
   tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
   tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
   tj["local_copy_bytes"] = t.local_bytes;
   tj["data_packets"] = t.data_packets;
   tj["rows_delivered"] = t.rows_delivered;
+  tj["wrong_addresses"] = t.wrong_addresses;
+  tj["responses_before_write"] = t.early_responses;
+  tj["arrival_reorderings"] = node.reorderings();
   tj["link_wire_bytes"] = wire_total;
   j["totals"] = tj;
+  {
+    // the simulator's own work: process activations (deterministic)
+    std::uint64_t egress = 0, ingress = 0, sw = 0, hbm = 0, slices = 0, payloads = 0, live = 0;
+    for (int g = 0; g < node.num_gpus(); ++g) {
+      egress += node.hub(g).egress_wakes();
+      ingress += node.hub(g).arrivals().wakes();
+      hbm += node.hbm(g).wakes();
+      slices += node.hbm(g).slices();
+      payloads += node.hub(g).pool().capacity();
+      live += node.hub(g).pool().live();
+    }
+    for (int p = 0; p < node.planes(); ++p) sw += node.nvswitch(p).arrivals().wakes();
+    J sj;
+    sj["hub_egress_wakes"] = egress;
+    sj["hub_ingress_wakes"] = ingress;
+    sj["switch_wakes"] = sw;
+    sj["hbm_wakes"] = hbm;
+    sj["hbm_flow_slices"] = slices;
+    sj["payloads_allocated"] = payloads;
+    sj["payloads_live_at_end"] = live;
+    j["simulator"] = sj;
+  }
 
   J checks;
   checks["passed"] = errors.empty();
@@ -234,7 +259,7 @@ RunOutput simulate(const RunRequest& req) {
   const auto t1 = std::chrono::steady_clock::now();
 
   RunOutput out;
-  out.check_errors = node->collectives().verify();
+  out.check_errors = node->verify();
   for (std::size_t g = 0; g < node->records().size(); ++g) {
     if (!node->records()[g].finished) {
       out.check_errors.push_back("GPU " + std::to_string(g) + " did not finish its schedule (deadlock)");
@@ -244,7 +269,7 @@ RunOutput simulate(const RunRequest& req) {
   if (req.timeline) out.timeline = make_timeline(*node, req);
   out.wall_seconds = std::chrono::duration<double>(t1 - t0).count();
   out.fabric_transactions = node->fabric_transactions();
-  out.fabric_packets = node->collectives().totals().data_packets;
+  out.fabric_packets = node->scoreboard().totals().data_packets;
   return out;
 }
 

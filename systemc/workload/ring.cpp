@@ -96,6 +96,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         const int c = static_cast<int>(s.collectives.size());
         s.collectives.push_back(all_to_all_from_counts(pass + "_hop" + std::to_string(h) + "_transfer", counts,
                                                        kChunkBytes, 8));
+        s.collectives.back().bulk = true;
         for (std::size_t g = 0; g < G; ++g) {
           Op x = collective_op(pass + " hop " + std::to_string(h) + " transfer", "ring_transfer", c, 1);
           if (last_c[g] >= 0) x.after.push_back(last_c[g]);

@@ -56,6 +56,9 @@ struct AllToAll {
   std::string name;
   std::uint32_t row_bytes = 0;
   int sms = 1;
+  /// A bulk transfer (large flat buffers such as a ring hop's weights):
+  /// simulated at sim.bulk_granularity instead of sim.granularity.
+  bool bulk = false;
   /// rows[src][dst]: global ids of the rows src sends to dst (src == dst:
   /// copied locally). Ids are unique within the collective.
   std::vector<std::vector<std::vector<std::int64_t>>> rows;

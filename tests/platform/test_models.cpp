@@ -6,7 +6,9 @@
 #include "common/server.hpp"
 #include "gpu/compute_model.hpp"
 #include "gpu/store_stream.hpp"
+#include "platform/address_map.hpp"
 #include "platform/collectives.hpp"
+#include "platform/scoreboard.hpp"
 
 namespace moehub {
 namespace {
@@ -50,25 +52,37 @@ TEST(PacketFormat, FlitsAndPackets) {
 
 TEST(StoreStream, InterleavesPeersAndSplitsRows) {
   const std::vector<std::int64_t> to1 = {10, 11}, to2 = {20};
-  StoreStream s({{1, to1.data(), 2}, {2, to2.data(), 1}}, 300, PacketFormat{16, 128, 1}, 1, 64, 0);
+  StoreStream s(0, 7, {{1, to1.data(), 2, 0x10000}, {2, to2.data(), 1, 0x20000}}, 300, PacketFormat{16, 128, 1}, 1, 64,
+                0, 0);
   EXPECT_FALSE(s.has_head());  // nothing enabled yet
   s.enable(1, 0);
   s.enable(2, 1000);
   std::vector<std::pair<int, std::int64_t>> order;
   std::uint64_t bytes = 0;
   Tick last = 0;
+  std::vector<std::uint64_t> addrs1;
   while (s.has_head()) {
-    const StorePacket p = s.head();
-    EXPECT_GE(p.issue, last);
-    last = p.issue;
-    if (p.dst == 2) {
-      EXPECT_GE(p.issue, 1000u);  // not before its peer joined
+    const SourceStore h = s.head();
+    const golden::StoreRequest& p = h.store;
+    EXPECT_GE(h.issue, last);
+    last = h.issue;
+    if (p.dst_gpu == 2) {
+      EXPECT_GE(h.issue, 1000u);  // not before its peer joined
+      EXPECT_EQ(p.address, 0x20000u + p.row_offset);
+    } else {
+      addrs1.push_back(p.address);
     }
-    order.emplace_back(p.dst, p.row_id);
+    EXPECT_EQ(p.tag, 7u);
+    EXPECT_EQ(p.src_gpu, 0);
+    EXPECT_EQ(p.mask.count(), p.bytes);
+    order.emplace_back(p.dst_gpu, p.row_id);
     bytes += p.bytes;
     EXPECT_LE(p.bytes, 128u);
-    s.pop();
+    s.pop(h.issue);
   }
+  // rows to GPU 1 are contiguous from the batch's base: row i at base + i * 300 + offset
+  EXPECT_EQ(addrs1, (std::vector<std::uint64_t>{0x10000, 0x10000 + 128, 0x10000 + 256, 0x10000 + 300,
+                                                0x10000 + 428, 0x10000 + 556}));
   EXPECT_TRUE(s.finished());
   EXPECT_EQ(bytes, 3u * 300u);
   EXPECT_EQ(order.size(), 9u);
@@ -85,14 +99,28 @@ TEST(StoreStream, InterleavesPeersAndSplitsRows) {
 TEST(StoreStream, IssueRateBoundsThroughput) {
   std::vector<std::int64_t> rows(100);
   for (int i = 0; i < 100; ++i) rows[static_cast<std::size_t>(i)] = i;
-  StoreStream s({{1, rows.data(), 100}}, 128, PacketFormat{16, 128, 1}, 1, 64, 0);  // 64 B/ns
+  StoreStream s(0, 0, {{1, rows.data(), 100, 0}}, 128, PacketFormat{16, 128, 1}, 1, 64, 0, 0);  // 64 B/ns
   s.enable(1, 0);
   Tick last = 0;
   while (s.has_head()) {
     last = s.head().issue;
-    s.pop();
+    s.pop(last);
   }
   EXPECT_EQ(last, 100u * 2000u);  // 100 x 128 B at 64 B/ns
+}
+
+// A hub that takes stores later than they were issued slows the kernel down:
+// the next store issues no earlier than the last one was taken (minus the
+// time from the SMs to the hub).
+TEST(StoreStream, BackPressureDelaysLaterStores) {
+  std::vector<std::int64_t> rows(4);
+  for (int i = 0; i < 4; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Tick sm_to_hub = 500;
+  StoreStream s(0, 0, {{1, rows.data(), 4, 0}}, 128, PacketFormat{16, 128, 1}, 1, 64, 0, sm_to_hub);
+  s.enable(1, 0);
+  EXPECT_EQ(s.head().issue, 2000u);
+  s.pop(100000);  // taken long after it reached the hub
+  EXPECT_EQ(s.head().issue, 100000u - sm_to_hub + 2000u);
 }
 
 GpuConfig gpu() {
@@ -156,20 +184,37 @@ TEST(Collectives, SelfChecksCatchViolations) {
   a.rows[1][0] = {2};
   a.expected_dst = {1, 1, 0};
   s.collectives.push_back(a);
-  Collectives c(s, 2, PacketFormat{16, 128, 1}, 1);
+  SystemConfig sys;
+  sys.num_gpus = 2;
+  AddressMap map(2);
+  Scoreboard sb(s, 2, PacketFormat{16, 128, 1}, map);
+  Collectives c(s, sys, sb);
+  sb.count_sent(0, 0, 256);
   MoePacketExt w;
   w.kind = PacketKind::kWrite;
-  w.phase = 0;
-  w.payload_bytes = 128;
+  w.transfer = 0;
+  w.store.bytes = 128;
   w.packets = 1;
   w.src_gpu = 0;
   w.dst_gpu = 1;
-  w.row_id = 0;
-  c.on_delivered(w, 0);
-  c.on_delivered(w, 0);  // row 0 twice
-  w.row_id = 2;          // row 2 belongs on GPU 0
-  c.on_delivered(w, 0);
-  const auto errors = c.verify();
+  w.store.row_id = 0;
+  w.store.address = sb.address_of(0, 0, 1, 0);
+  sb.on_delivered(w, 0);
+  w.store.address = sb.address_of(0, 0, 1, 1);  // row 0 again, at row 1's address
+  sb.on_delivered(w, 0);  // row 0 twice
+  w.store.row_id = 2;     // row 2 belongs on GPU 0
+  sb.on_delivered(w, 0);
+  MoePacketExt r;         // a response that left before its write was in memory
+  r.kind = PacketKind::kResponse;
+  r.transfer = 0;
+  r.dst_gpu = 0;
+  r.packets = 1;
+  r.written = 500;
+  r.sent = 400;
+  sb.on_acknowledged(r, 900);
+  auto errors = c.verify();
+  const auto sb_errors = sb.verify();
+  errors.insert(errors.end(), sb_errors.begin(), sb_errors.end());
   std::string all;
   for (const auto& e : errors) all += e + "\n";
   EXPECT_NE(all.find("1 rows not delivered completely"), std::string::npos) << all;  // row 1
@@ -177,6 +222,25 @@ TEST(Collectives, SelfChecksCatchViolations) {
   EXPECT_NE(all.find("wrong GPU"), std::string::npos) << all;
   EXPECT_NE(all.find("never joined"), std::string::npos) << all;
   EXPECT_NE(all.find("bytes sent"), std::string::npos) << all;
+  EXPECT_NE(all.find("address their row does not own"), std::string::npos) << all;  // row 2's address is row 0's
+  EXPECT_NE(all.find("before their write was in memory"), std::string::npos) << all;
+  EXPECT_NE(all.find("expected 2"), std::string::npos) << all;  // GPU 0 got 1 of its 2 responses
+}
+
+TEST(AddressMap, RegionsAreAlignedDisjointAndFound) {
+  AddressMap m(2);
+  const auto a = m.allocate(0, "recv:dispatch", 10000);
+  const auto b = m.allocate(0, "recv:combine", 1);
+  const auto c = m.allocate(1, "recv:dispatch", 4096);
+  EXPECT_EQ(a % AddressMap::kAlign, 0u);
+  EXPECT_EQ(b % AddressMap::kAlign, 0u);
+  EXPECT_GE(b, a + 10000);
+  EXPECT_EQ(a, c);  // each GPU has its own address space
+  ASSERT_NE(m.find(0, a + 9999), nullptr);
+  EXPECT_EQ(m.find(0, a + 9999)->name, "recv:dispatch");
+  EXPECT_EQ(m.find(0, a + 10000), nullptr);  // past the end, before the next region
+  EXPECT_EQ(m.find(0, b)->name, "recv:combine");
+  EXPECT_EQ(m.find(1, 0), nullptr);
 }
 
 }  // namespace

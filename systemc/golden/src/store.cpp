@@ -1,5 +1,6 @@
 #include "golden/store.hpp"
 
+#include <algorithm>
 #include <bitset>
 #include <stdexcept>
 
@@ -17,8 +18,14 @@ const char* to_string(Opcode op) {
 
 ByteMask ByteMask::range(std::uint32_t offset, std::uint32_t n) {
   if (offset + n > kLineBytes) throw std::invalid_argument("ByteMask::range: past the end of the line");
+  // bits [offset, offset + n) of a 128-bit mask, word by word
   ByteMask m;
-  for (std::uint32_t i = offset; i < offset + n; ++i) m.bits[i / 64] |= 1ULL << (i % 64);
+  for (std::uint32_t w = 0; w < 2; ++w) {
+    const std::uint32_t lo = std::max(offset, w * 64), hi = std::min(offset + n, w * 64 + 64);
+    if (lo >= hi) continue;
+    const std::uint32_t len = hi - lo, shift = lo - w * 64;
+    m.bits[w] = (len == 64 ? ~0ULL : ((1ULL << len) - 1)) << shift;
+  }
   return m;
 }
 

@@ -1,0 +1,109 @@
+// A pool of generic payloads, each with its MoePacketExt attached: the memory
+// manager (tlm_mm_interface) of the transactions a hub creates.
+//
+// A transaction lives from the moment its hub sends it until its last holder
+// releases it (a write: when the consumer's memory has it; a response: when
+// the producer has counted it). acquire()/release() as TLM-2.0 prescribes; a
+// payload whose reference count drops to zero returns to the pool it came
+// from, so that nothing is allocated per packet in the steady state.
+#pragma once
+
+#include <tlm>
+
+#include <cassert>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "common/moe_extension.hpp"
+
+namespace moehub {
+
+/// A generic payload that keeps a direct pointer to its MoePacketExt (also
+/// registered as its extension), so that blocks reach the MoE fields without
+/// the extension lookup on every hop. Every transaction of the platform is
+/// one of these (PayloadPool makes them).
+class MoePayload : public tlm::tlm_generic_payload {
+ public:
+  explicit MoePayload(tlm::tlm_mm_interface* mm = nullptr) : tlm::tlm_generic_payload(mm), ext(&fields_) {
+    set_extension(&fields_);
+  }
+  ~MoePayload() override { clear_extension(&fields_); }  // a member, not the payload's to delete
+  MoePayload(const MoePayload&) = delete;
+  MoePayload& operator=(const MoePayload&) = delete;
+  MoePacketExt* const ext;  ///< = &fields_, kept next to the payload's own fields
+
+ private:
+  MoePacketExt fields_;
+};
+
+/// The MoE fields of a platform transaction.
+inline MoePacketExt& moe_ext(tlm::tlm_generic_payload& gp) {
+  MoePacketExt* e = static_cast<MoePayload&>(gp).ext;
+  assert(e == gp.get_extension<MoePacketExt>() && "not a MoePayload");
+  return *e;
+}
+
+class PayloadPool : public tlm::tlm_mm_interface {
+ public:
+  PayloadPool() = default;
+  PayloadPool(const PayloadPool&) = delete;
+  PayloadPool& operator=(const PayloadPool&) = delete;
+
+  /// A payload with reference count 1 (the caller holds it) and a fresh extension.
+  MoePayload* allocate() {
+    MoePayload* gp;
+    if (free_.empty()) {
+      // payloads are made in blocks, so that those in flight together lie together
+      if (all_.empty() || used_in_block_ == kBlock) {
+        all_.push_back(std::make_unique<Block>());
+        used_in_block_ = 0;
+      }
+      gp = new (&all_.back()->slots[used_in_block_++]) MoePayload(this);
+      ++capacity_;
+    } else {
+      gp = free_.back();
+      free_.pop_back();
+      *gp->ext = MoePacketExt{};
+    }
+    gp->set_address(0);
+    gp->set_data_ptr(nullptr);
+    gp->set_data_length(0);
+    gp->set_streaming_width(0);
+    gp->set_byte_enable_ptr(nullptr);
+    gp->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    gp->acquire();
+    ++live_;
+    return gp;
+  }
+
+  void free(tlm::tlm_generic_payload* gp) override {
+    free_.push_back(static_cast<MoePayload*>(gp));
+    --live_;
+  }
+
+  /// Payloads handed out and not yet returned.
+  std::size_t live() const { return live_; }
+  std::size_t capacity() const { return capacity_; }
+
+  ~PayloadPool() override {
+    for (std::size_t b = 0; b < all_.size(); ++b) {
+      const std::size_t n = b + 1 == all_.size() ? used_in_block_ : kBlock;
+      for (std::size_t i = 0; i < n; ++i) std::launder(reinterpret_cast<MoePayload*>(&all_[b]->slots[i]))->~MoePayload();
+    }
+  }
+
+ private:
+  static constexpr std::size_t kBlock = 256;
+  struct Block {
+    std::aligned_storage_t<sizeof(MoePayload), alignof(MoePayload)> slots[kBlock];
+  };
+  std::vector<std::unique_ptr<Block>> all_;
+  std::size_t used_in_block_ = 0;
+  std::size_t capacity_ = 0;
+  std::vector<MoePayload*> free_;
+  std::size_t live_ = 0;
+};
+
+}  // namespace moehub
