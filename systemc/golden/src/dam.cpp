@@ -36,6 +36,15 @@ void for_each_run(const StoreRequest& w, Fn fn) {
 
 }  // namespace
 
+void DataAvailabilityManager::check_expected(const KernelDependency& dep, std::uint64_t bytes) {
+  const std::uint64_t capacity = std::uint64_t{dep.rows_per_group} * dep.row_bytes * dep.groups;
+  if (bytes % dep.row_bytes != 0 || bytes > capacity) {
+    throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + ": expected bytes " + std::to_string(bytes) +
+                                " must be a multiple of the row size " + std::to_string(dep.row_bytes) +
+                                " and at most the groups' capacity " + std::to_string(capacity));
+  }
+}
+
 DataAvailabilityManager::Kernel& DataAvailabilityManager::find(std::int32_t kernel) {
   return const_cast<Kernel&>(static_cast<const DataAvailabilityManager*>(this)->find(kernel));
 }
@@ -63,6 +72,7 @@ void DataAvailabilityManager::add_kernel(const KernelDependency& dep, std::vecto
   for (const Kernel& k : kernels_) {
     if (k.dep.kernel == dep.kernel) throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + " registered twice");
   }
+  if (dep.expected_bytes) check_expected(dep, *dep.expected_bytes);
   Kernel k;
   k.dep = dep;
   k.dep.expected_bytes.reset();
@@ -75,12 +85,7 @@ void DataAvailabilityManager::add_kernel(const KernelDependency& dep, std::vecto
 void DataAvailabilityManager::set_expected_bytes(std::int32_t kernel, std::uint64_t bytes,
                                                  std::vector<ReadySignal>& ready) {
   Kernel& k = find(kernel);
-  const std::uint64_t capacity = k.group_span() * k.dep.groups;
-  if (bytes % k.dep.row_bytes != 0 || bytes > capacity) {
-    throw std::invalid_argument("DAM: kernel " + std::to_string(kernel) + ": expected bytes " + std::to_string(bytes) +
-                                " must be a multiple of the row size " + std::to_string(k.dep.row_bytes) +
-                                " and at most the groups' capacity " + std::to_string(capacity));
-  }
+  check_expected(k.dep, bytes);
   if (k.dep.expected_bytes) {
     throw std::logic_error("DAM: kernel " + std::to_string(kernel) + ": expected bytes set twice");
   }

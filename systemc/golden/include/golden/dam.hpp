@@ -93,6 +93,7 @@ class DataAvailabilityManager : public CompletionFunction {
   Kernel& find(std::int32_t kernel);
   const Kernel& find(std::int32_t kernel) const;
   static std::uint64_t threshold(const Kernel& k, std::uint32_t g);
+  static void check_expected(const KernelDependency& dep, std::uint64_t bytes);
   /// Counts [start, start + len) into k's groups; widens [g_lo, g_hi) to the groups touched.
   void add_bytes(Kernel& k, std::uint64_t start, std::uint64_t len, std::uint32_t& g_lo, std::uint32_t& g_hi);
   /// Releases the groups of [g_lo, g_hi) that reached their threshold, then checks AllReady.
