@@ -90,8 +90,8 @@ struct HubParams {
   // The "moehub" implementation (aau, rat, apt, rpm, dam); sources of the
   // defaults in docs/moehub-units.md.
   std::uint32_t rat_entries = 4096;              ///< RAT entries, a multiple of rat_banks (assumption)
-  std::uint32_t rat_banks = 16;                  ///< paper, VI: a 16-bank SRAM
-  std::uint32_t rat_ports_per_bank = 2;          ///< paper, VI: dual-port
+  std::uint32_t rat_banks = 16;                  ///< paper VI-E: a 16-bank SRAM
+  std::uint32_t rat_ports_per_bank = 2;          ///< paper VI-E: dual-port
   std::uint32_t rat_lookup_cycles = 1;           ///< assumption
   std::uint32_t rat_restore_cycles = 750;        ///< assumption: 500 ns device-memory read at 1.5 GHz
   std::uint32_t rat_spill_entry_bytes = 8;       ///< assumption: one LocalRowID with a valid bit

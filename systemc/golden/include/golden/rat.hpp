@@ -64,7 +64,7 @@ struct RatStats {
 };
 
 struct RatResult {
-  bool ok = true;                 ///< false: new row in a full region (stall policy); nothing changed
+  bool ok = true;                 ///< false: new row in a full region (stall policy); no mapping changed
   std::int64_t local_row_id = -1;
   std::uint32_t cycles = 0;
   bool hit = false;

@@ -32,7 +32,7 @@
 // at most entries_per_peer - 1 older expired entries go before it, and its
 // partition is served at least once in every (peers) picks in which it is
 // not congested. With one pick per cycle and no congestion an entry leaves
-// within timer_cycles + entries_per_peer * peers + 1 cycles of its creation.
+// within timer_cycles + entries_per_peer * peers cycles of its creation.
 // next_event() is the start of the cycle in which the next held entry expires.
 //
 // The RPM does not order a flag after earlier data to the same peer: a
