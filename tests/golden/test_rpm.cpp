@@ -306,6 +306,8 @@ void run_random(bool congestion) {
   }
   EXPECT_EQ(delivered.size(), accepted_at.size());
   EXPECT_EQ(merged_sum, rpm.stats().stores_accepted);
+  EXPECT_EQ(rpm.stats().stores_sent, rpm.stats().stores_accepted);
+  EXPECT_GT(rpm.stats().merge_ratio(), 1.0);
   EXPECT_GT(rpm.stats().stores_merged, 0u);
   EXPECT_GT(max_wait, std::uint64_t{prm.timer_cycles});  // the load made the timer matter
   EXPECT_GT(rpm.stats().timer_flushes, 0u);

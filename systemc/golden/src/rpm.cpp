@@ -141,6 +141,7 @@ bool RuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& conge
     last_tags_ = std::move(e.tags);
 
     ++stats_.packets_sent;
+    stats_.stores_sent += e.merged;
     stats_.bytes_sent += e.packet.bytes;
     stats_.packet_flits[(e.packet.bytes + 15) / 16] += 1;
     if (full) {

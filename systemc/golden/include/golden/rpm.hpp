@@ -34,6 +34,8 @@
 // not congested. With one pick per cycle and no congestion an entry leaves
 // within timer_cycles + entries_per_peer * peers cycles of its creation.
 // next_event() is the start of the cycle in which the next held entry expires.
+// timer_cycles = 0 makes every entry expired at once: the order degenerates
+// to oldest first.
 //
 // The RPM does not order a flag after earlier data to the same peer: a
 // schedule that needs it fences (waits for the acknowledgements) first, as
@@ -62,6 +64,7 @@ struct RpmParams {
 struct RpmStats {
   std::uint64_t stores_accepted = 0;
   std::uint64_t stores_merged = 0;     ///< stores that joined an existing entry
+  std::uint64_t stores_sent = 0;       ///< stores carried by the packets sent
   std::uint64_t packets_sent = 0;
   std::uint64_t bytes_sent = 0;        ///< valid bytes of the packets sent
   std::uint64_t full_packets = 0;      ///< packets with a full 128-byte mask
@@ -71,7 +74,7 @@ struct RpmStats {
   std::array<std::uint64_t, 9> packet_flits{};
   /// stores per packet sent (1 = no merging)
   double merge_ratio() const {
-    return packets_sent == 0 ? 0.0 : static_cast<double>(stores_accepted) / static_cast<double>(packets_sent);
+    return packets_sent == 0 ? 0.0 : static_cast<double>(stores_sent) / static_cast<double>(packets_sent);
   }
 };
 
