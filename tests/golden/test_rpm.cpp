@@ -125,7 +125,7 @@ TEST(Rpm, PriorityBeforeNopThenFullFirstThenSmallestRowId) {
   RuntimePacketManager rpm(params(2, 16, 64, false));
   rpm.accept(row(1, 1, 0, 128, false), 0);  // .nop, oldest, smallest row
   rpm.accept(row(1, 30, 0, 128), 0);
-  rpm.accept(row(1, 20, 0, 64), 0);          // partial
+  rpm.accept(row(1, 20, 0, 64), 0);  // partial
   rpm.accept(row(1, 10, 0, 128), 0);
   rpm.accept(row(1, 20, 128, 128), 0);
   std::vector<std::pair<std::int64_t, std::uint32_t>> order;
@@ -170,7 +170,7 @@ TEST(Rpm, ExpiredEntriesGoFirstOldestFirst) {
   const HubClock clk(prm.clock_ghz);
   rpm.accept(row(1, 50, 0, 8, false), clk.tick_of(0));  // .nop, partial
   rpm.accept(row(1, 40, 0, 8, true), clk.tick_of(1));   // priority, partial
-  const Tick t = clk.tick_of(11);                        // both expired
+  const Tick t = clk.tick_of(11);                       // both expired
   for (std::int64_t r = 0; r < 3; ++r) rpm.accept(row(1, r, 0, 128), t);
   EgressPick p;
   std::vector<std::int64_t> order;
@@ -204,8 +204,8 @@ TEST(Rpm, PoolOfOneEntryStillMakesProgress) {
   const HubClock clk(prm.clock_ghz);
   std::vector<StoreRequest> todo;
   for (std::uint64_t i = 0; i < 60; ++i) {
-    todo.push_back(row(1 + static_cast<std::int32_t>(i % 2), static_cast<std::int64_t>(i / 4), static_cast<std::uint32_t>(i % 4) * 32, 32,
-                       true, i));
+    todo.push_back(row(1 + static_cast<std::int32_t>(i % 2), static_cast<std::int64_t>(i / 4),
+                       static_cast<std::uint32_t>(i % 4) * 32, 32, true, i));
   }
   std::set<std::uint64_t> sent;
   std::size_t next = 0;
@@ -233,9 +233,9 @@ TEST(Rpm, PacketSizesAndRejects) {
   EXPECT_EQ(h[1], 1u);
   EXPECT_EQ(h[2], 1u);
   EXPECT_EQ(rpm.stats().bytes_sent, 128u + 16u + 17u);
-  EXPECT_THROW(rpm.accept(plain(0, 0, 8), 0), std::invalid_argument);       // to itself
-  EXPECT_THROW(rpm.accept(plain(2, 0, 8), 0), std::invalid_argument);       // no such GPU
-  EXPECT_THROW(rpm.accept(plain(1, 0x78, 16), 0), std::invalid_argument);   // crosses a line
+  EXPECT_THROW(rpm.accept(plain(0, 0, 8), 0), std::invalid_argument);      // to itself
+  EXPECT_THROW(rpm.accept(plain(2, 0, 8), 0), std::invalid_argument);      // no such GPU
+  EXPECT_THROW(rpm.accept(plain(1, 0x78, 16), 0), std::invalid_argument);  // crosses a line
   EXPECT_THROW(RuntimePacketManager(params(1)), std::invalid_argument);
   EXPECT_THROW(RuntimePacketManager(params(2, 0)), std::invalid_argument);
 }

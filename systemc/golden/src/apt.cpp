@@ -20,7 +20,9 @@ RegionFullError::RegionFullError(std::uint32_t malloc_id, std::uint64_t capacity
 
 AllocationPointerTable::AllocationPointerTable(std::int32_t gpu, std::uint32_t regions, RegionFullPolicy policy)
     : gpu_(gpu), policy_(policy) {
-  if (gpu < 0 || gpu >= (1 << 15)) throw std::invalid_argument("APT: gpu " + std::to_string(gpu) + " outside [0, 32767]");
+  if (gpu < 0 || gpu >= (1 << 15)) {
+    throw std::invalid_argument("APT: gpu " + std::to_string(gpu) + " outside [0, 32767]");
+  }
   if (regions == 0 || regions > kMaxRegions) {
     throw std::invalid_argument("APT: regions " + std::to_string(regions) + " outside [1, 65536]");
   }
@@ -47,10 +49,9 @@ bool AllocationPointerTable::active(std::uint32_t malloc_id) const {
 
 const Region& AllocationPointerTable::region(std::uint32_t malloc_id) const {
   if (!active(malloc_id)) {
-    throw std::out_of_range("MallocID " + std::to_string(malloc_id) + " (GPU " +
-                            std::to_string(malloc_id_gpu(malloc_id)) + ", region " +
-                            std::to_string(malloc_id_region(malloc_id)) + ") is not an active region of GPU " +
-                            std::to_string(gpu_));
+    throw std::out_of_range(
+        "MallocID " + std::to_string(malloc_id) + " (GPU " + std::to_string(malloc_id_gpu(malloc_id)) + ", region " +
+        std::to_string(malloc_id_region(malloc_id)) + ") is not an active region of GPU " + std::to_string(gpu_));
   }
   return regions_[malloc_id_region(malloc_id)];
 }

@@ -19,7 +19,8 @@ void for_each_run(const StoreRequest& w, Fn fn) {
     if (w.bytes > 0) fn(w.address, std::uint64_t{w.bytes});
     return;
   }
-  const std::uint32_t off = is_row_store(w.op) ? w.row_offset % kLineBytes : static_cast<std::uint32_t>(w.address % kLineBytes);
+  const std::uint32_t off =
+      is_row_store(w.op) ? w.row_offset % kLineBytes : static_cast<std::uint32_t>(w.address % kLineBytes);
   const std::uint64_t window = w.address - off;
   std::uint32_t i = 0;
   while (i < kLineBytes) {
@@ -39,9 +40,10 @@ void for_each_run(const StoreRequest& w, Fn fn) {
 void DataAvailabilityManager::check_expected(const KernelDependency& dep, std::uint64_t bytes) {
   const std::uint64_t capacity = std::uint64_t{dep.rows_per_group} * dep.row_bytes * dep.groups;
   if (bytes % dep.row_bytes != 0 || bytes > capacity) {
-    throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + ": expected bytes " + std::to_string(bytes) +
-                                " must be a multiple of the row size " + std::to_string(dep.row_bytes) +
-                                " and at most the groups' capacity " + std::to_string(capacity));
+    throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + ": expected bytes " +
+                                std::to_string(bytes) + " must be a multiple of the row size " +
+                                std::to_string(dep.row_bytes) + " and at most the groups' capacity " +
+                                std::to_string(capacity));
   }
 }
 
@@ -70,7 +72,9 @@ void DataAvailabilityManager::add_kernel(const KernelDependency& dep, std::vecto
                                 ": row_bytes, rows_per_group and groups must be >= 1");
   }
   for (const Kernel& k : kernels_) {
-    if (k.dep.kernel == dep.kernel) throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + " registered twice");
+    if (k.dep.kernel == dep.kernel) {
+      throw std::invalid_argument("DAM: kernel " + std::to_string(dep.kernel) + " registered twice");
+    }
   }
   if (dep.expected_bytes) check_expected(dep, *dep.expected_bytes);
   Kernel k;
@@ -125,8 +129,8 @@ void DataAvailabilityManager::resolve(Kernel& k, std::uint32_t g_lo, std::uint32
   for (std::uint32_t g = g_lo; g < g_hi; ++g) {
     const std::uint64_t t = threshold(k, g);
     if (k.bytes[g] > t) {
-      throw std::logic_error("DAM: kernel " + std::to_string(k.dep.kernel) + " group " + std::to_string(g) + " received " +
-                             std::to_string(k.bytes[g]) + " bytes, more than its " + std::to_string(t));
+      throw std::logic_error("DAM: kernel " + std::to_string(k.dep.kernel) + " group " + std::to_string(g) +
+                             " received " + std::to_string(k.bytes[g]) + " bytes, more than its " + std::to_string(t));
     }
     if (k.state[g] == GroupState::kWaiting && t > 0 && k.bytes[g] == t) {
       k.state[g] = GroupState::kReleased;
@@ -143,8 +147,9 @@ void DataAvailabilityManager::resolve(Kernel& k, std::uint32_t g_lo, std::uint32
   for (std::uint32_t g = 0; g < k.dep.groups; ++g) {
     if (k.state[g] != GroupState::kWaiting) continue;
     if (threshold(k, g) != 0) {
-      throw std::logic_error("DAM: kernel " + std::to_string(k.dep.kernel) + " complete but group " + std::to_string(g) +
-                             " has " + std::to_string(k.bytes[g]) + " of its " + std::to_string(threshold(k, g)) + " bytes");
+      throw std::logic_error("DAM: kernel " + std::to_string(k.dep.kernel) + " complete but group " +
+                             std::to_string(g) + " has " + std::to_string(k.bytes[g]) + " of its " +
+                             std::to_string(threshold(k, g)) + " bytes");
     }
     k.state[g] = GroupState::kRetired;
     ++stats_.groups_retired;

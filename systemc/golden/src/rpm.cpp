@@ -12,7 +12,8 @@ bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::k
 RuntimePacketManager::RuntimePacketManager(const RpmParams& p) : p_(p), clock_(p.clock_ghz) {
   if (p.num_gpus < 2) throw std::invalid_argument("RPM: num_gpus must be >= 2");
   if (p.gpu < 0 || p.gpu >= p.num_gpus) {
-    throw std::invalid_argument("RPM: gpu " + std::to_string(p.gpu) + " outside [0, " + std::to_string(p.num_gpus) + ")");
+    throw std::invalid_argument("RPM: gpu " + std::to_string(p.gpu) + " outside [0, " + std::to_string(p.num_gpus) +
+                                ")");
   }
   if (p.entries_per_peer == 0) throw std::invalid_argument("RPM: entries_per_peer must be >= 1");
   for (std::int32_t g = 0; g < p.num_gpus; ++g) {
