@@ -86,6 +86,23 @@ struct HubParams {
   std::int32_t num_gpus = 2;
   double clock_ghz = 1.5;
   std::uint32_t write_buffer_entries = 64;
+
+  // The "moehub" implementation (aau, rat, apt, rpm, dam); sources of the
+  // defaults in docs/moehub-units.md.
+  std::uint32_t rat_entries = 4096;              ///< RAT entries, a multiple of rat_banks (assumption)
+  std::uint32_t rat_banks = 16;                  ///< paper VI-E: a 16-bank SRAM
+  std::uint32_t rat_ports_per_bank = 2;          ///< paper VI-E: dual-port
+  std::uint32_t rat_lookup_cycles = 1;           ///< assumption
+  std::uint32_t rat_restore_cycles = 750;        ///< assumption: 500 ns device-memory read at 1.5 GHz
+  std::uint32_t rat_spill_entry_bytes = 8;       ///< assumption: one LocalRowID with a valid bit
+  std::uint32_t apt_regions = 64;                ///< APT entries (assumption)
+  std::uint32_t apt_alloc_cycles = 1;            ///< assumption
+  std::string region_full = "stall";             ///< full rowsp region: "stall" or "error"
+  std::uint32_t region_full_retry_cycles = 64;   ///< stall: retry after (assumption)
+  std::uint32_t rpm_entries_per_peer = 64;       ///< write-buffer entries per peer partition (assumption)
+  std::uint32_t rpm_timer_cycles = 64;           ///< bypass timer (assumption)
+  bool rpm_hold_partial = true;                  ///< partial entries wait for merging until the timer
+  std::uint32_t rpm_pick_cycles = 1;             ///< assumption
 };
 
 struct HubFunctions {

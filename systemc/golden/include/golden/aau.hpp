@@ -1,0 +1,74 @@
+// Address Allocation Unit (AAU): the consumer hub's ingress function of the
+// MoE-Hub implementation.
+//
+// - st.rowsp / st.rowsp.nop: (MallocID, RowID) is translated by the RAT
+//   (which allocates from the APT on a first arrival) and the write goes to
+//       address = BaseAddr + LocalRowID * RowSize + RowOffset.
+//   IngressResult carries the address, the LocalRowID, the cycles (RAT
+//   and APT, see rat.hpp) and the spill/restore metadata bytes.
+//   A new row in a full region: under the stall policy the write is not
+//   accepted (accepted = false) and is to be offered again at retry_at =
+//   the start of the cycle region_full_retry_cycles after the current one;
+//   under the error policy RegionFullError is thrown.
+// - st and flag writes bypass the AAU: the address is kept (1 cycle, the
+//   same as the address-centric hub).
+// - Local tokens to local experts use the same mapping through
+//   on_local_store(), sharing the RAT, APT and bank timing.
+//
+// The hub's cycle of a write is HubClock::cycle_at(now); the RAT's bank
+// timing needs the calls in non-decreasing `now` (the platform's guarantee).
+#pragma once
+
+#include <cstdint>
+
+#include "golden/apt.hpp"
+#include "golden/hub_clock.hpp"
+#include "golden/hub_functions.hpp"
+#include "golden/rat.hpp"
+
+namespace moehub::golden {
+
+struct AauParams {
+  std::int32_t gpu = 0;
+  double clock_ghz = 1.5;
+  RatParams rat;
+  std::uint32_t apt_regions = 64;
+  RegionFullPolicy region_full = RegionFullPolicy::kStall;
+  std::uint32_t region_full_retry_cycles = 64;
+};
+
+class AddressAllocationUnit : public IngressFunction {
+ public:
+  explicit AddressAllocationUnit(const AauParams& p);
+
+  /// rowspMalloc's MMIO registration in this GPU's hub; returns the MallocID.
+  std::uint32_t rowsp_malloc(std::uint64_t base_address, std::uint32_t row_bytes, std::uint64_t capacity_rows);
+  /// Region reused: RowPointer to 0, its RAT entries and spilled mappings dropped.
+  void reinit_region(std::uint32_t malloc_id);
+  /// Region released: flushed as by reinit_region, then its APT entry freed.
+  void free_region(std::uint32_t malloc_id);
+
+  /// A write from the fabric. Row stores must name a region of this GPU and
+  /// lie within one row (std::out_of_range / std::logic_error otherwise).
+  IngressResult on_write(const StoreRequest& w, Tick now) override;
+  /// A row store of this GPU's own producer to its local experts: same mapping.
+  IngressResult on_local_store(const StoreRequest& w, Tick now);
+
+  std::uint64_t address_of(std::uint32_t malloc_id, std::int64_t local_row_id, std::uint32_t row_offset) const;
+  const AllocationPointerTable& apt() const { return apt_; }
+  const RowAllocationTable& rat() const { return rat_; }
+  const HubClock& clock() const { return clock_; }
+  /// Row-store writes refused because their region was full.
+  std::uint64_t stalled_writes() const { return stalled_; }
+
+ private:
+  IngressResult translate(const StoreRequest& w, Tick now);
+
+  AauParams p_;
+  HubClock clock_;
+  AllocationPointerTable apt_;
+  RowAllocationTable rat_;
+  std::uint64_t stalled_ = 0;
+};
+
+}  // namespace moehub::golden

@@ -1,0 +1,128 @@
+// Runtime Packet Manager (RPM): the producer hub's egress function of the
+// MoE-Hub implementation.
+//
+// Buffer pool: one fully associative partition of `entries_per_peer`
+// entries per peer GPU (every GPU but this one). A store is a packet of at
+// most one 128-byte line; its line is
+//   st / flag:  address rounded down to 128 bytes,
+//   st.rowsp:   (MallocID, RowID, RowOffset / 128): lines of the row itself,
+// and its ByteMask bit i stands for byte i of that line (a store with an
+// empty mask gets the mask of [offset in line, + bytes), which must not
+// cross the line). A store merges into an entry of its partition with the
+// same line, opcode and priority: masks are OR-ed (a later store's bytes
+// replace overlapping earlier ones) and the entry counts the stores it
+// carries. Flag writes never merge. can_accept() is false when the
+// destination's partition is full and the store cannot merge.
+//
+// Scheduler (one packet per pick() call, `pick_cycles` hub cycles):
+// - Round robin over the partitions in GPU order, starting after the one
+//   served last; a partition whose ports are congested, or that holds no
+//   eligible entry, is skipped.
+// - Eligible: with hold_partial (the default) a mergeable entry whose mask
+//   is not full waits for more stores; it becomes eligible when its timer
+//   expires (it has existed timer_cycles hub cycles: cycle_at(now) >=
+//   creation cycle + timer_cycles) or while its partition is full (so a pool
+//   of one entry still drains). Full entries and flags are always eligible.
+//   Without hold_partial every entry is eligible.
+// - Within a partition, expired entries go first, oldest first (the timer
+//   bypass); then priority before .nop, full masks before partial, smallest
+//   RowID (st: the row it carries; -1 first), oldest first.
+// Progress: an entry is eligible at the latest timer_cycles after it was
+// created and then precedes every unexpired entry of its partition; only the
+// at most entries_per_peer - 1 older expired entries go before it, and its
+// partition is served at least once in every (peers) picks in which it is
+// not congested. With one pick per cycle and no congestion an entry leaves
+// within timer_cycles + entries_per_peer * peers cycles of its creation.
+// next_event() is the start of the cycle in which the next held entry expires.
+// timer_cycles = 0 makes every entry expired at once: the order degenerates
+// to oldest first.
+//
+// The RPM does not order a flag after earlier data to the same peer: a
+// schedule that needs it fences (waits for the acknowledgements) first, as
+// GPUs do with membar.sys.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "golden/hub_clock.hpp"
+#include "golden/hub_functions.hpp"
+
+namespace moehub::golden {
+
+struct RpmParams {
+  std::int32_t gpu = 0;
+  std::int32_t num_gpus = 2;
+  double clock_ghz = 1.5;
+  std::uint32_t entries_per_peer = 64;
+  std::uint32_t timer_cycles = 64;
+  bool hold_partial = true;
+  std::uint32_t pick_cycles = 1;
+};
+
+struct RpmStats {
+  std::uint64_t stores_accepted = 0;
+  std::uint64_t stores_merged = 0;     ///< stores that joined an existing entry
+  std::uint64_t stores_sent = 0;       ///< stores carried by the packets sent
+  std::uint64_t packets_sent = 0;
+  std::uint64_t bytes_sent = 0;        ///< valid bytes of the packets sent
+  std::uint64_t full_packets = 0;      ///< packets with a full 128-byte mask
+  std::uint64_t timer_flushes = 0;     ///< partial packets sent because their timer expired
+  std::uint64_t pressure_flushes = 0;  ///< partial, unexpired packets sent because their partition was full
+  /// packets by size in 16-byte flits: index = ceil(valid bytes / 16), 0..8
+  std::array<std::uint64_t, 9> packet_flits{};
+  /// stores per packet sent (1 = no merging)
+  double merge_ratio() const {
+    return packets_sent == 0 ? 0.0 : static_cast<double>(stores_sent) / static_cast<double>(packets_sent);
+  }
+};
+
+class RuntimePacketManager : public EgressFunction {
+ public:
+  /// Throws std::invalid_argument for num_gpus < 2, gpu outside [0, num_gpus) or entries_per_peer 0.
+  explicit RuntimePacketManager(const RpmParams& p);
+
+  bool can_accept(const StoreRequest& s, Tick now) const override;
+  void accept(const StoreRequest& s, Tick now) override;
+  bool pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) override;
+  Tick next_event(Tick now) const override;
+  std::size_t occupancy() const override;
+
+  /// Entries held for GPU `peer`.
+  std::size_t occupancy(std::int32_t peer) const;
+  /// The tags of the stores the last picked packet carries, oldest first.
+  const std::vector<std::uint64_t>& last_pick_tags() const { return last_tags_; }
+  const RpmStats& stats() const { return stats_; }
+  const RpmParams& params() const { return p_; }
+
+ private:
+  struct Entry {
+    StoreRequest packet;  ///< the first store, with the merged mask
+    std::uint64_t line = 0;  ///< line address (st) or line index within the row (st.rowsp)
+    std::uint64_t created_cycle = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t merged = 1;
+    std::vector<std::uint64_t> tags;
+  };
+  std::size_t partition_of(std::int32_t dst) const;
+  static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
+  static std::uint64_t line_of(const StoreRequest& s);
+  static std::uint32_t offset_in_line(const StoreRequest& s);
+  static ByteMask mask_of(const StoreRequest& s);
+  /// Index of the entry `s` merges into, or part.size().
+  std::size_t find_merge(const std::vector<Entry>& part, const StoreRequest& s) const;
+  bool expired(const Entry& e, std::uint64_t cycle) const { return cycle >= e.created_cycle + p_.timer_cycles; }
+  bool eligible(const Entry& e, const std::vector<Entry>& part, std::uint64_t cycle) const;
+
+  RpmParams p_;
+  HubClock clock_;
+  std::vector<std::vector<Entry>> parts_;
+  std::vector<std::int32_t> peers_;
+  std::size_t rr_ = 0;
+  std::uint64_t seq_ = 0;
+  std::vector<std::uint64_t> last_tags_;
+  RpmStats stats_;
+};
+
+}  // namespace moehub::golden
