@@ -1,5 +1,7 @@
 #include "golden/rpm.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -72,6 +74,7 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   if (const std::size_t found = find_merge(part, s); found < part.size()) {
     Entry& e = part[found];
     e.packet.mask |= mask;
+    e.packet.ready = std::max(e.packet.ready, s.ready);  // the packet is complete once its last store is in
     ++e.merged;
     e.tags.push_back(s.tag);
     ++stats_.stores_merged;
