@@ -1,7 +1,6 @@
 #include "golden/rpm.hpp"
 
 #include <algorithm>
-
 #include <stdexcept>
 #include <string>
 
