@@ -1,5 +1,10 @@
 #include "sim_fixture.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+
 #include "common/config_loader.hpp"
 #include "common/sc_time_util.hpp"
 #include "workload/schedule_common.hpp"
@@ -36,6 +41,30 @@ std::unique_ptr<Node> run_node(const SystemConfig& sys, const Schedule& schedule
   auto node = std::make_unique<Node>("node", sys, model, schedule);
   sc_core::sc_start();
   return node;
+}
+
+double run_in_child(const SystemConfig& sys, const Schedule& schedule,
+                    const std::function<double(const Node&)>& measure) {
+  int fd[2];
+  if (pipe(fd) != 0) return std::nan("");
+  const pid_t pid = fork();
+  if (pid < 0) return std::nan("");
+  if (pid == 0) {
+    close(fd[0]);
+    set_picosecond_resolution();
+    auto node = std::make_unique<Node>("node", sys, default_model(), schedule);
+    sc_core::sc_start();
+    const double v = node->verify().empty() ? measure(*node) : std::nan("");
+    const bool ok = write(fd[1], &v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    _exit(ok ? 0 : 1);
+  }
+  close(fd[1]);
+  double v = std::nan("");
+  if (read(fd[0], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = std::nan("");
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? v : std::nan("");
 }
 
 }  // namespace moehub::test

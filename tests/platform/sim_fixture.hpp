@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 
 #include "common/config.hpp"
@@ -28,5 +29,11 @@ std::vector<std::vector<std::int64_t>> uniform_rows(int gpus, std::int64_t n);
 /// Runs `schedule` on `sys` to the end. Returns nullptr (and marks the test
 /// skipped) if this process already ran a simulation.
 std::unique_ptr<Node> run_node(const SystemConfig& sys, const Schedule& schedule);
+
+/// Runs `schedule` on `sys` in a child process (SystemC elaborates once per
+/// process) and returns what `measure` computes from the finished node there;
+/// NaN if the child failed. For tests that compare two simulations.
+double run_in_child(const SystemConfig& sys, const Schedule& schedule,
+                    const std::function<double(const Node&)>& measure);
 
 }  // namespace moehub::test

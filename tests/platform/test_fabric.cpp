@@ -1,11 +1,13 @@
 // Timing tests of the NVLink/NVSwitch fabric against analytical bounds.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "common/units.hpp"
 #include "gpu/store_stream.hpp"
 #include "sim_fixture.hpp"
+#include "workload/schedule_common.hpp"
 
 namespace moehub {
 namespace {
@@ -13,6 +15,7 @@ namespace {
 using test::default_system;
 using test::run_node;
 using test::single_all_to_all;
+using test::run_in_child;
 using test::uniform_rows;
 
 #define MOEHUB_RUN_OR_SKIP(node, sys, sched)                                              \
@@ -170,6 +173,59 @@ TEST(Fabric, CreditsLimitThroughput) {
   double stall = 0;
   for (int p = 0; p < node->planes(); ++p) stall += ticks_to_ns(node->uplink(0, p).credit_stall());
   EXPECT_GT(stall, 0.0);
+}
+
+// Rows written to a GPU while it runs a large streaming kernel take HBM
+// between the kernel's slices: they arrive within 10 % of the time they take
+// without the kernel plus their share of HBM (their bytes at HBM bandwidth),
+// not after the kernel's whole booking. The kernel loses their service time.
+TEST(Fabric, RemoteWritesShareHbmWithAStreamingKernel) {
+  const SystemConfig sys = default_system();
+  std::vector<std::vector<std::int64_t>> rows(8, std::vector<std::int64_t>(8, 0));
+  const std::uint32_t row_bytes = 8192;
+  rows[0][1] = 256;  // 2 MiB from GPU 0 to GPU 1
+  const double kernel_bytes = 256.0 * 1024 * 1024;
+  const auto with_kernel = [&](bool kernel) {
+    Schedule s = single_all_to_all(rows, row_bytes, 24);
+    for (auto& ops : s.ops) ops[0].stream = 1;
+    if (kernel) {
+      Op k = schedule_detail::memory_op("stream 256 MiB", "kernel", kernel_bytes);
+      k.launch = false;
+      s.ops[1].push_back(k);  // GPU 1's compute stream, from time 0
+    }
+    return s;
+  };
+  const auto rows_done = [](const Node& n) {
+    for (const auto& r : n.records()[1].stream) {
+      if (r.kind == "all_to_all") return ticks_to_ns(r.end - r.start);
+    }
+    return -1.0;
+  };
+  const double alone = run_in_child(sys, with_kernel(false), rows_done);
+  const double shared = run_in_child(sys, with_kernel(true), rows_done);
+  ASSERT_FALSE(std::isnan(alone) || std::isnan(shared));
+  const double hbm_gbps = sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency;
+  const double share_ns = 256.0 * row_bytes / hbm_gbps;
+  std::printf("2 MiB into GPU 1: %.1f ns alone, %.1f ns beside a 256 MiB streaming kernel (%.1f us alone); "
+              "bound %.1f ns\n",
+              alone, shared, kernel_bytes / hbm_gbps * 1e-3, 1.1 * (alone + share_ns));
+  EXPECT_GE(shared, alone);
+  EXPECT_LE(shared, 1.1 * (alone + share_ns));
+}
+
+// A write's response leaves only once the write is in the consumer's memory,
+// for every packet of a busy all-to-all (the scoreboard checks each one).
+TEST(Fabric, ResponsesNeverPrecedeTheirWrite) {
+  const SystemConfig sys = default_system();
+  MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(uniform_rows(sys.num_gpus, 32), 4096, 24));
+  const auto t = node->scoreboard().totals();
+  EXPECT_GT(t.data_packets, 0u);
+  EXPECT_EQ(t.early_responses, 0u);
+  EXPECT_EQ(t.wrong_addresses, 0u);
+  for (int g = 0; g < sys.num_gpus; ++g) {
+    EXPECT_EQ(node->hub(g).early_responses(), 0u);
+    EXPECT_EQ(node->hub(g).pool().live(), 0u);  // every transaction ended
+  }
 }
 
 }  // namespace
