@@ -119,6 +119,7 @@ class ArrivalQueue : public sc_core::sc_module {
         continue;
       }
       heap_.pop();
+      if (!heap_.empty()) __builtin_prefetch(heap_.top().gp);  // the next one is likely cold
       ++handled_;
       if (e.t < last_) ++reorderings_;
       assert(e.t >= last_ && "arrival order violated");

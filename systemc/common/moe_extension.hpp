@@ -29,7 +29,6 @@ struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   std::int32_t dst_gpu = 0;       ///< GPU it goes to
   std::int32_t plane = 0;         ///< NVSwitch chip it crosses
   std::int32_t transfer = 0;      ///< index of the transfer (collective) the data belongs to
-  golden::StoreRequest store;     ///< the store (for a response: the write it answers)
   std::uint32_t flits = 0;        ///< flits on the wire, header included
   std::uint32_t packets = 1;      ///< NVLink packets this transaction stands for (>1 at row granularity)
   // per-hop times, written by the fabric on the way
@@ -38,6 +37,8 @@ struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   Tick arrival = 0;       ///< when it reached the current block's input
   Tick sent = 0;          ///< when it started on its first link (left its hub)
   Tick written = 0;       ///< a response: when the write it answers was complete in memory
+  // last: the transport fields above are what every hop touches
+  golden::StoreRequest store;     ///< the store (for a response: the write it answers)
 
   tlm::tlm_extension_base* clone() const override { return new MoePacketExt(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

@@ -14,6 +14,8 @@ void set_picosecond_resolution();
 
 inline Tick to_ticks(const sc_core::sc_time& t) { return static_cast<Tick>(t.value()); }
 inline sc_core::sc_time to_sc(Tick t) { return sc_core::sc_time::from_value(t); }
-inline Tick now_ticks() { return to_ticks(sc_core::sc_time_stamp()); }
+/// The current simulated time (the simulation context's own field, read inline:
+/// this is called several times per packet).
+inline Tick now_ticks() { return to_ticks(sc_core::sc_get_curr_simcontext()->time_stamp()); }
 
 }  // namespace moehub

@@ -25,12 +25,20 @@ std::uint32_t NvlinkPort::credits_outstanding() const {
   return credits_total_ - credits_available_ - returning_flits_;
 }
 
+namespace {
+using Return = std::pair<Tick, std::uint32_t>;
+constexpr auto kLater = [](const Return& a, const Return& b) { return a.first > b.first; };
+}  // namespace
+
 void NvlinkPort::release_until(Tick t) {
   while (!returning_.empty() && returning_.front().first <= t) {
     credits_available_ += returning_.front().second;
     returning_flits_ -= returning_.front().second;
-    returning_.pop_front();
+    std::pop_heap(returning_.begin(), returning_.end(), kLater);
+    returning_.pop_back();
   }
+  // the memo stays right: moving returns into the available count changes
+  // neither the total nor the time the needed amount is back
 }
 
 Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) const {
@@ -38,17 +46,46 @@ Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) const {
   if (flits > credits_total_) {
     throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
   }
-  Tick start = server_.earliest_start(t);
+  const Tick start = server_.earliest_start(t);
   if (credits_available_ >= flits) return start;
+  const Tick credits = credits_back(flits);
+  return credits == kTickMax ? kTickMax : std::max(start, credits);
+}
+
+Tick NvlinkPort::credits_back(std::uint32_t flits) const {
   if (credits_available_ + returning_flits_ < flits) return kTickMax;
-  // walk the returns in time order until enough are back
+  if (memo_valid_ && memo_flits_ == flits) return memo_time_;
+  // take the returns in time order until enough are back: a best-first walk
+  // of the heap visits only the few earliest (a transaction needs at most one
+  // maximal packet's credits, and every return carries at least one flit)
   std::uint32_t available = credits_available_;
-  for (const auto& [when, n] : returning_) {
-    available += n;
-    start = std::max(start, when);
+  Tick when = 0;
+  auto& frontier = scratch_;  // heap indices, kept sorted by time, earliest last
+  frontier.clear();
+  auto push = [&](std::size_t i) {
+    if (i >= returning_.size()) return;
+    frontier.push_back(i);
+    std::size_t k = frontier.size() - 1;
+    while (k > 0 && returning_[frontier[k - 1]].first < returning_[i].first) {
+      frontier[k] = frontier[k - 1];
+      --k;
+    }
+    frontier[k] = i;
+  };
+  push(0);
+  while (!frontier.empty()) {
+    const std::size_t i = frontier.back();
+    frontier.pop_back();
+    available += returning_[i].second;
+    when = std::max(when, returning_[i].first);
     if (available >= flits) break;
+    push(2 * i + 1);
+    push(2 * i + 2);
   }
-  return start;
+  memo_valid_ = true;
+  memo_flits_ = flits;
+  memo_time_ = when;
+  return when;
 }
 
 bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
@@ -63,6 +100,7 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   if (start > bw_start) credit_stall_ += start - bw_start;
   const auto slot = server_.serve(arrival, static_cast<double>(flits) * cfg_.flit_bytes, start);
   credits_available_ -= credit_flits(flits);
+  memo_valid_ = false;
   ++transactions_;
   packets_ += ext->packets;
   flits_ += flits;
@@ -100,13 +138,12 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm
   if (phase != tlm::END_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase on the way back");
   const std::uint32_t held = credit_flits(moe_ext(gp).flits);
   const Tick back = now_ticks() + to_ticks(delay) + latency_;
-  if (returning_.empty() || returning_.back().first <= back) {
+  if (held > 0) {
     returning_.emplace_back(back, held);
-  } else {
-    const auto it = std::upper_bound(returning_.begin(), returning_.end(), std::make_pair(back, ~0u));
-    returning_.insert(it, {back, held});
+    std::push_heap(returning_.begin(), returning_.end(), kLater);
+    returning_flits_ += held;
+    memo_valid_ = false;
   }
-  returning_flits_ += held;
   while (!waiting_.empty() && try_send(*waiting_.front().gp, waiting_.front().arrival)) waiting_.pop_front();
   if (listener_) listener_(back);
   return tlm::TLM_ACCEPTED;

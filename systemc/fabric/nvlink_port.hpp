@@ -88,6 +88,8 @@ class NvlinkPort : public TlmBlock {
     Tick arrival;
   };
   bool try_send(tlm::tlm_generic_payload& gp, Tick arrival);
+  /// When `flits` credits are known to be back (kTickMax: not known yet).
+  Tick credits_back(std::uint32_t flits) const;
   void release_until(Tick t);
 
   NvlinkConfig cfg_;
@@ -96,10 +98,16 @@ class NvlinkPort : public TlmBlock {
   BandwidthServer server_;
   std::uint32_t credits_available_;
   std::uint32_t credits_total_;
-  /// Credits on their way back: (time they are back, flits), sorted by time
-  /// (reports come out of order: a switch input's packets leave by several outputs).
-  std::deque<std::pair<Tick, std::uint32_t>> returning_;
+  /// Credits on their way back: (time they are back, flits), a binary min-heap
+  /// by time (reports come out of order: a switch input's packets leave by
+  /// several outputs).
+  std::vector<std::pair<Tick, std::uint32_t>> returning_;
   std::uint32_t returning_flits_ = 0;
+  mutable std::vector<std::size_t> scratch_;
+  /// The last answer of credits_back (valid until credits are taken or reported).
+  mutable bool memo_valid_ = false;
+  mutable std::uint32_t memo_flits_ = 0;
+  mutable Tick memo_time_ = 0;
   std::deque<Waiting> waiting_;
   std::function<void(Tick)> listener_;
   std::uint64_t transactions_ = 0;

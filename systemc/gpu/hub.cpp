@@ -138,8 +138,7 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   for (std::size_t p = 0; p < P; ++p) {
     if (responses_q_[p].empty()) continue;
     const Response& r = responses_q_[p].front();
-    const std::uint32_t flits = moe_ext(*r.gp).flits;
-    const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), flits);
+    const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
     if (s == kTickMax) continue;
     if (s < best.start || (s == best.start && best.valid && !best.response)) {
       best = {true, true, static_cast<std::int32_t>(p), s};
@@ -340,7 +339,7 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   r->flits = ack_flits_ * w->packets;
   r->written = done;
   rgp->set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
-  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, rgp});
+  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, r->flits, rgp});
   gp.release();
   wake(done);
   return tlm::TLM_ACCEPTED;

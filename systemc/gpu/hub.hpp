@@ -105,6 +105,7 @@ class Hub : public TlmBlock {
  private:
   struct Response {
     Tick ready;                      ///< the write it answers is in memory
+    std::uint32_t flits;             ///< on the wire (kept here: the payload itself is cold)
     tlm::tlm_generic_payload* gp;    ///< the response, from our pool
   };
   struct Action {
