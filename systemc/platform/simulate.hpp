@@ -1,5 +1,6 @@
 // One simulation run: routing, schedule, node, SystemC run, self-checks and
-// the outputs (results JSON, Chrome-trace timeline, summary table).
+// the outputs (results JSON: results.hpp, Chrome-trace timeline: timeline.hpp;
+// the summary table of a results object: table.hpp, included here).
 //
 // SystemC elaborates once per process, so simulate() may be called once per
 // process (tests run each case in its own process through CTest).
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "platform/table.hpp"
 #include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 
@@ -40,8 +42,5 @@ struct RunOutput {
 
 /// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
 RunOutput simulate(const RunRequest& req);
-
-/// Human-readable summary of a results object.
-std::string format_table(const nlohmann::ordered_json& results);
 
 }  // namespace moehub

@@ -1,0 +1,139 @@
+// The results JSON of one run. See results.hpp.
+#include "platform/results.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "common/sc_time_util.hpp"
+#include "platform/node.hpp"
+
+namespace moehub {
+
+namespace {
+
+double us(Tick t) { return ticks_to_us(t); }
+
+}  // namespace
+
+std::vector<LinkView> links_of(const Node& node) {
+  std::vector<LinkView> v;
+  for (int g = 0; g < node.num_gpus(); ++g) {
+    for (int p = 0; p < node.planes(); ++p) {
+      const std::string gs = "gpu" + std::to_string(g), ps = "sw" + std::to_string(p);
+      v.push_back({gs + "->" + ps, gs, ps, &node.uplink(g, p)});
+      v.push_back({ps + "->" + gs, ps, gs, &node.downlink(g, p)});
+    }
+  }
+  return v;
+}
+
+nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, const Routing& routing,
+                                    const std::vector<std::string>& errors) {
+  using J = nlohmann::ordered_json;
+  const auto& recs = node.records();
+  Tick layer = 0;
+  for (const auto& r : recs) layer = std::max(layer, r.end);
+
+  J j;
+  j["format"] = "moehub-sim-results";
+  j["version"] = 1;
+  j["system"] = req.system.name;
+  j["model"] = req.model.name;
+  j["schedule"] = req.schedule;
+  j["num_gpus"] = req.system.num_gpus;
+  j["tokens"] = routing.total_tokens();
+  if (req.routing) {
+    j["routing"] = "trace";
+    j["routing_trace"] = req.routing_source;
+  } else {
+    j["routing"] = "generated";
+    j["seed"] = req.workload.seed;
+    j["distribution"] = req.workload.distribution;
+    if (req.workload.distribution == "zipf") {
+      j["zipf_s"] = req.workload.zipf_s;
+    } else {
+      j["imbalance_std"] = req.workload.imbalance_std;
+    }
+  }
+  j["measured_load_std"] = routing.load_std();
+  j["granularity"] = req.system.sim.granularity;
+  j["layer_time_us"] = us(layer);
+
+  // per-GPU phases and breakdown
+  J gpus = J::array();
+  std::map<std::string, double> critical;  // breakdown of the GPU that finishes last
+  Tick latest = 0;
+  for (std::size_t g = 0; g < recs.size(); ++g) {
+    J gj;
+    gj["gpu"] = g;
+    gj["tokens"] = routing.tokens_per_gpu[g];
+    gj["layer_time_us"] = us(recs[g].end);
+    // the breakdown follows the compute stream (0), which covers the layer up
+    // to its last op; whatever runs after that on other streams is charged to
+    // the phase of the op that finished last
+    std::map<std::string, double> breakdown;
+    J phases = J::array();
+    Tick stream0_end = 0;
+    const OpRecord* last = nullptr;
+    for (const auto& r : recs[g].stream) {
+      phases.push_back({{"name", r.name}, {"phase", r.phase}, {"kind", r.kind}, {"stream", r.stream},
+                        {"start_us", us(r.start)}, {"end_us", us(r.end)}});
+      if (r.stream == 0) {
+        breakdown[r.phase] += us(r.end - r.start);
+        stream0_end = std::max(stream0_end, r.end);
+      }
+      if (!last || r.end >= last->end) last = &r;
+    }
+    if (last && recs[g].end > stream0_end) breakdown[last->phase] += us(recs[g].end - stream0_end);
+    gj["phases"] = phases;
+    J bj;
+    for (const auto& [k, v] : breakdown) bj[k] = v;
+    gj["breakdown_us"] = bj;
+    gpus.push_back(gj);
+    if (recs[g].end >= latest) {
+      latest = recs[g].end;
+      critical = breakdown;
+    }
+  }
+  J cj;
+  for (const auto& [k, v] : critical) cj[k] = v;
+  j["breakdown_us"] = cj;
+  j["gpus"] = gpus;
+
+  // links
+  J links = J::array();
+  double wire_total = 0;
+  std::uint64_t packets_total = 0;
+  for (const auto& l : links_of(node)) {
+    const auto& s = l.port->server();
+    const double wire = s.bytes();
+    wire_total += wire;
+    packets_total += l.port->write_packets();
+    links.push_back({{"name", l.name}, {"from", l.from}, {"to", l.to},
+                     {"payload_bytes", l.port->payload_bytes()}, {"wire_bytes", wire},
+                     {"write_packets", l.port->write_packets()},
+                     {"response_packets", l.port->response_packets()},
+                     {"busy_us", us(s.busy())},
+                     {"utilisation", layer ? static_cast<double>(s.busy()) / static_cast<double>(layer) : 0.0},
+                     {"credit_stall_us", us(l.port->credit_stall())}});
+  }
+  j["links"] = links;
+
+  const auto t = node.collectives().totals();
+  J tj;
+  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
+  tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
+  tj["local_copy_bytes"] = t.local_bytes;
+  tj["data_packets"] = t.data_packets;
+  tj["rows_delivered"] = t.rows_delivered;
+  tj["link_wire_bytes"] = wire_total;
+  j["totals"] = tj;
+
+  J checks;
+  checks["passed"] = errors.empty();
+  checks["errors"] = errors;
+  j["checks"] = checks;
+  return j;
+}
+
+}  // namespace moehub
