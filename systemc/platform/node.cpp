@@ -103,6 +103,14 @@ std::uint64_t Node::fabric_transactions() const {
   return n;
 }
 
+Node::Progress Node::progress() const {
+  Progress p;
+  for (const auto& run : runs_) {
+    p.total += run->done.size();
+    p.done += static_cast<std::size_t>(std::count(run->done.begin(), run->done.end(), 1));
+  }
+  return p;
+}
 
 void Node::host_thread(int g) {
   const auto gi = static_cast<std::size_t>(g);

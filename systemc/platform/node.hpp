@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/stats.hpp"
 #include "fabric/nvlink_port.hpp"
 #include "fabric/nvswitch.hpp"
 #include "gpu/hub.hpp"
@@ -69,6 +70,14 @@ class Node : public sc_core::sc_module {
   const Hub& hub(int g) const { return *hubs_[static_cast<std::size_t>(g)]; }
   const ServerTarget& hbm(int g) const { return *hbm_[static_cast<std::size_t>(g)]; }
   std::uint64_t fabric_transactions() const;
+  /// The blocks' statistics (reported under each block's name; in the results JSON's "stats").
+  StatsRegistry& stats() { return stats_; }
+  const StatsRegistry& stats() const { return stats_; }
+  /// Ops finished and ops in all GPUs' lists, for a progress display.
+  struct Progress {
+    std::size_t done = 0, total = 0;
+  };
+  Progress progress() const;
 
  private:
   struct GpuRun;  // per-GPU execution state shared by its host and stream threads
@@ -89,6 +98,7 @@ class Node : public sc_core::sc_module {
   std::unique_ptr<Collectives> collectives_;
   std::vector<GpuRecord> records_;
   std::vector<std::unique_ptr<GpuRun>> runs_;
+  StatsRegistry stats_;
 };
 
 }  // namespace moehub

@@ -27,6 +27,35 @@ std::vector<LinkView> links_of(const Node& node) {
   return v;
 }
 
+void report_block_stats(Node& node) {
+  constexpr int kUtilisationBins = 10;  // deciles of a timeline bin's busy fraction
+  for (const auto& l : links_of(node)) {
+    const NvlinkPort& port = *l.port;
+    const BandwidthServer& s = port.server();
+    BlockStats& b = node.stats().block(port.basename());
+    b.add("transactions", port.transactions())
+        .add("packets", port.packets())
+        .add("flits", port.flits_sent())
+        .add("write_packets", port.write_packets())
+        .add("response_packets", port.response_packets())
+        .set("payload_bytes", port.payload_bytes())
+        .set("busy_us", us(s.busy()))
+        .set("credit_stall_us", us(port.credit_stall()));
+    if (s.bin_ticks() > 0) {
+      Histogram& h = b.histogram("bin_utilisation", 0.0, 1.0, kUtilisationBins);
+      for (const Tick busy : s.bins()) h.add(static_cast<double>(busy) / static_cast<double>(s.bin_ticks()));
+    }
+  }
+  for (int g = 0; g < node.num_gpus(); ++g) {
+    const Hub& hub = node.hub(g);
+    node.stats()
+        .block(hub.basename())
+        .add("transactions_sent", hub.transactions_sent())
+        .add("data_packets_sent", hub.data_packets_sent())
+        .add("responses_sent", hub.responses_sent());
+  }
+}
+
 nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, const Routing& routing,
                                     const std::vector<std::string>& errors) {
   using J = nlohmann::ordered_json;
@@ -133,6 +162,7 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   checks["passed"] = errors.empty();
   checks["errors"] = errors;
   j["checks"] = checks;
+  j["stats"] = node.stats().to_json();
   return j;
 }
 

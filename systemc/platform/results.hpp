@@ -26,6 +26,13 @@ struct LinkView {
 /// Every GPU's up- and downlink on every plane, GPU by GPU, plane by plane.
 std::vector<LinkView> links_of(const Node& node);
 
+/// Reports the blocks' counters of a finished run into node.stats(): per NVLink
+/// port (block "gpu{g}_to_sw{p}" / "sw{p}_to_gpu{g}") its transactions, packets,
+/// flits, payload, busy and credit-stall time and a histogram of its timeline
+/// bins' utilisation; per hub ("gpu{g}_hub") the transactions, data packets and
+/// responses it sent.
+void report_block_stats(Node& node);
+
 /// The results object of a finished run; `errors` are its self-check violations.
 nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, const Routing& routing,
                                     const std::vector<std::string>& errors);

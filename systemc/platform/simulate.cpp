@@ -32,6 +32,7 @@ RunOutput simulate(const RunRequest& req) {
       out.check_errors.push_back("GPU " + std::to_string(g) + " did not finish its schedule (deadlock)");
     }
   }
+  report_block_stats(*node);
   out.results = make_results(*node, req, routing, out.check_errors);
   if (req.timeline) out.timeline = make_timeline(*node, req);
   out.wall_seconds = std::chrono::duration<double>(t1 - t0).count();
