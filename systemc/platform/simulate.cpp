@@ -3,6 +3,7 @@
 // (summary table).
 #include "platform/simulate.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -22,7 +23,26 @@ RunOutput simulate(const RunRequest& req) {
   Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
   auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
   const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  if (req.progress) {
+    // run in slices of simulated time until nothing is left to happen (every
+    // GPU has finished, or the rest is deadlocked); a slice that ends between
+    // two events leaves the event queue as it was
+    constexpr double kShortSliceS = 0.05;  // wall time under which a slice doubles
+    constexpr double kLongSliceS = 0.25;   // and over which it halves again
+    const Tick base = std::max<Tick>(1, us_to_ticks(req.progress_every_us));
+    Tick slice = base;
+    do {
+      const auto s0 = std::chrono::steady_clock::now();
+      sc_core::sc_start(to_sc(slice));
+      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      if (wall_s < kShortSliceS && slice < 64 * base) slice *= 2;
+      if (wall_s > kLongSliceS && slice > base) slice /= 2;
+      const Node::Progress p = node->progress();
+      req.progress(p.done, p.total);
+    } while (sc_core::sc_pending_activity());
+  } else {
+    sc_core::sc_start();
+  }
   const auto t1 = std::chrono::steady_clock::now();
 
   RunOutput out;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +31,16 @@ struct RunRequest {
   /// Routing to replay (from a GPU trace) instead of generating one.
   std::optional<Routing> routing;
   std::string routing_source;  ///< where `routing` came from (for the results)
+  /// Called during the run with the ops finished and the ops in all GPUs'
+  /// lists, at least every `progress_every_us` of simulated time, and once at
+  /// the end; unset: the run is not interrupted. The run pauses between time
+  /// steps to call it (the event queue is untouched), so results do not depend
+  /// on it. Slices that take little wall time grow (up to 64x), so that the
+  /// pauses cost nothing noticeable on fast row-granularity runs.
+  std::function<void(std::size_t done, std::size_t total)> progress;
+  /// Assumption: 10 us of simulated time is a small fraction of a layer (ms)
+  /// and well under a second of wall time even at packet granularity.
+  double progress_every_us = 10;
 };
 
 struct RunOutput {
