@@ -75,19 +75,25 @@ void validate(const MoeProblem& p) {
 
 const char* to_string(RingMode m) { return m == RingMode::kExpert ? "expert" : "token"; }
 
-HopVolumes hop_volumes(const MoeProblem& p) {
+HopParts hop_parts(const MoeProblem& p, RingMode mode, bool backward) {
   validate(p);
   const double T = static_cast<double>(p.tokens_per_rank), H = p.hidden, k = p.top_k;
   const double e_local = static_cast<double>(p.experts / p.ep);
   const double w_elems = 3.0 * H * (static_cast<double>(p.ffn) / p.etp);
   const double d = p.dtype_bytes, a = p.accum_bytes, g = p.grad_bytes;
   const double meta = T * k * (4.0 + 4.0);  // int32 id + fp32 weight per top-k slot
-  HopVolumes v{};
-  v.expert_fwd_bytes = e_local * w_elems * d;
-  v.expert_bwd_bytes = e_local * w_elems * (d + g);
-  v.token_fwd_bytes = T * H * d + meta + T * H * a;
-  v.token_bwd_bytes = 2.0 * T * H * d + meta + T * H * a + T * k * 4.0;
-  return v;
+  if (mode == RingMode::kExpert) return {e_local * w_elems * d, backward ? e_local * w_elems * g : 0.0};
+  if (!backward) return {T * H * d + meta, T * H * a};
+  return {2.0 * T * H * d + meta, T * H * a + T * k * 4.0};
+}
+
+HopVolumes hop_volumes(const MoeProblem& p) {
+  const auto sum = [&](RingMode m, bool bwd) {
+    const HopParts h = hop_parts(p, m, bwd);
+    return h.payload_bytes + h.accum_bytes;
+  };
+  return {sum(RingMode::kExpert, false), sum(RingMode::kExpert, true), sum(RingMode::kToken, false),
+          sum(RingMode::kToken, true)};
 }
 
 ModeChoice choose_ring_mode(const MoeProblem& p) {

@@ -54,6 +54,16 @@ const char* to_string(RingMode);  ///< "expert" / "token"
 struct HopVolumes { double expert_fwd_bytes, expert_bwd_bytes, token_fwd_bytes, token_bwd_bytes; };
 HopVolumes hop_volumes(const MoeProblem&);
 
+// The two parts of a hop's volume (their sum is the hop_volumes entry): the payload of the
+// partition that moves on to the next rank, and the accumulators of the previous hop's
+// partition, which travel one hop behind it (so the first hop of a pass carries only a
+// payload, and one transfer after the last hop only accumulators, back to their owner):
+//   expert: payload E_l*W*d; accumulators 0 (fwd), E_l*W*g (bwd)
+//   token:  payload T*H*d + T*k*(4 + 4) (fwd), 2*T*H*d + T*k*(4 + 4) (bwd);
+//           accumulators T*H*a (fwd), T*H*a + T*k*4 (bwd)
+struct HopParts { double payload_bytes, accum_bytes; };
+HopParts hop_parts(const MoeProblem&, RingMode, bool backward);
+
 struct ModeChoice { RingMode mode; HopVolumes volumes; std::string reason; };  // reason: one human line with both volumes
 /// The smaller forward+backward per-hop volume wins (ties -> expert routing).
 ModeChoice choose_ring_mode(const MoeProblem&);

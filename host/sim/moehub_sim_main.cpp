@@ -4,7 +4,9 @@
 // Exit status: 0 success, 2 bad input (command line or config), 3 the run's
 // self-checks failed, 1 an internal error.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +38,62 @@ void write_file(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+// Creates the output folder and its parents if missing; a ConfigError naming
+// --out-dir when that fails or the path is not a folder.
+void make_out_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw moehub::ConfigError("<command line>", "--out-dir",
+                              "cannot create the folder '" + dir + "'" + (ec ? ": " + ec.message() : ""));
+  }
+}
+
+// Progress of a long run on stderr: on a terminal one line of a bar that is
+// redrawn in place at most every 0.5 s, otherwise a plain line every 10 s;
+// nothing during the first second, so that short runs print nothing.
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(isatty(fileno(stderr)) != 0), start_(Clock::now()), last_(start_) {}
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    if (drawn_) std::fputc('\n', stderr);  // the table starts on a line of its own
+  }
+
+  void update(std::size_t done, std::size_t total) {
+    const auto now = Clock::now();
+    const double since_start = seconds(now - start_);
+    const bool last = total > 0 && done == total;
+    if (since_start < kQuietFirstS) return;
+    // a terminal also shows the final state; a log gets no extra line for it
+    if (seconds(now - last_) < (tty_ ? kRedrawS : kPlainLineS) && !(tty_ && last)) return;
+    last_ = now;
+    const double frac = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    if (tty_) {
+      constexpr std::size_t kWidth = 30;
+      const auto filled = static_cast<std::size_t>(frac * kWidth);
+      const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
+      std::fprintf(stderr, "\rmoehub-sim: [%s] %3.0f%% of ops (%zu/%zu), %.1f s", bar.c_str(), 100 * frac, done,
+                   total, since_start);
+      drawn_ = true;
+    } else {
+      std::fprintf(stderr, "moehub-sim: %.0f%% of ops (%zu/%zu) after %.0f s\n", 100 * frac, done, total, since_start);
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+  static constexpr double kQuietFirstS = 1.0;  ///< runs shorter than this print no progress
+  static constexpr double kRedrawS = 0.5;      ///< terminal: redraw interval
+  static constexpr double kPlainLineS = 10.0;  ///< not a terminal: one line per interval
+  bool tty_;
+  bool drawn_ = false;
+  Clock::time_point start_, last_;
+};
+
 }  // namespace
 
 // Our own main(): it takes precedence over the one in libsystemc (which would
@@ -47,7 +105,7 @@ int main(int argc, char** argv) {
   std::string system = "dgx-h800";
   std::string model = "mixtral-8x7b";
   std::string schedule = "megatron";
-  std::string out_dir = ".";
+  std::string out_dir = "out";
   std::string results_path, timeline_path;
   std::optional<std::string> granularity;
   std::string routing_trace;
@@ -76,11 +134,12 @@ int main(int argc, char** argv) {
   app.add_option("--granularity", granularity, "override sim.granularity: packet or row");
   app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
   app.add_option("--repeat", repeat, "a2a-uniform: all-to-alls back to back, 1..1000")->capture_default_str();
-  app.add_option("--out-dir", out_dir, "where results.json and timeline.json go")->capture_default_str();
+  app.add_option("--out-dir", out_dir, "where results.json and timeline.json go (created if missing)")
+      ->capture_default_str();
   app.add_option("--results", results_path, "results JSON path (default OUT_DIR/results.json)");
   app.add_option("--timeline", timeline_path, "Chrome trace path (default OUT_DIR/timeline.json)");
   app.add_flag("--no-timeline", no_timeline, "do not write the Chrome trace");
-  app.add_flag("--quiet", quiet, "no table on stdout");
+  app.add_flag("--quiet", quiet, "no table on stdout and no progress on stderr");
 
   try {
     app.parse(argc, argv);
@@ -127,9 +186,8 @@ int main(int argc, char** argv) {
       req.routing = moehub::routing_from_trace(routing_trace, req.model, req.system.num_gpus);
       req.routing_source = routing_trace;
     }
-    if (!std::filesystem::is_directory(out_dir)) {
-      throw moehub::ConfigError("<command line>", "--out-dir", "'" + out_dir + "' is not a directory");
-    }
+    const bool uses_out_dir = results_path.empty() || (!no_timeline && timeline_path.empty());
+    if (uses_out_dir) make_out_dir(out_dir);
   } catch (const moehub::ConfigError& e) {
     std::cerr << "moehub-sim: error: " << e.what() << "\n";
     return kExitBadInput;
@@ -146,7 +204,13 @@ int main(int argc, char** argv) {
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
 
   try {
+    std::optional<ProgressBar> bar;
+    if (!quiet) {
+      bar.emplace();
+      req.progress = [&bar](std::size_t done, std::size_t total) { bar->update(done, total); };
+    }
     const moehub::RunOutput out = moehub::simulate(req);
+    bar.reset();
     write_file(results_path, out.results.dump(2) + "\n");
     if (req.timeline) write_file(timeline_path, out.timeline);
     if (!quiet) {

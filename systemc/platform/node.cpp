@@ -109,6 +109,14 @@ std::uint64_t Node::fabric_transactions() const {
   return n;
 }
 
+Node::Progress Node::progress() const {
+  Progress p;
+  for (const auto& run : runs_) {
+    p.total += run->done.size();
+    p.done += static_cast<std::size_t>(std::count(run->done.begin(), run->done.end(), 1));
+  }
+  return p;
+}
 
 std::uint64_t Node::reorderings() const {
   std::uint64_t n = 0;

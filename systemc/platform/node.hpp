@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/stats.hpp"
 #include "fabric/nvlink_port.hpp"
 #include "fabric/nvswitch.hpp"
 #include "gpu/crossbar.hpp"
@@ -84,6 +85,14 @@ class Node : public sc_core::sc_module {
   std::vector<std::string> verify() const;
   /// Inputs handled out of arrival order, over all hubs, switches and HBMs (0).
   std::uint64_t reorderings() const;
+  /// The blocks' statistics (reported under each block's name; in the results JSON's "stats").
+  StatsRegistry& stats() { return stats_; }
+  const StatsRegistry& stats() const { return stats_; }
+  /// Ops finished and ops in all GPUs' lists, for a progress display.
+  struct Progress {
+    std::size_t done = 0, total = 0;
+  };
+  Progress progress() const;
 
  private:
   struct GpuRun;  // per-GPU execution state shared by its host and stream threads
@@ -106,6 +115,7 @@ class Node : public sc_core::sc_module {
   std::unique_ptr<Collectives> collectives_;
   std::vector<GpuRecord> records_;
   std::vector<std::unique_ptr<GpuRun>> runs_;
+  StatsRegistry stats_;
 };
 
 }  // namespace moehub

@@ -1,5 +1,6 @@
 // One simulation run: routing, schedule, node, SystemC run, self-checks and
-// the outputs (results JSON, Chrome-trace timeline, summary table).
+// the outputs (results JSON: results.hpp, Chrome-trace timeline: timeline.hpp;
+// the summary table of a results object: table.hpp, included here).
 //
 // SystemC elaborates once per process, so simulate() may be called once per
 // process (tests run each case in its own process through CTest).
@@ -7,11 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/config.hpp"
+#include "platform/table.hpp"
 #include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 
@@ -27,6 +31,16 @@ struct RunRequest {
   /// Routing to replay (from a GPU trace) instead of generating one.
   std::optional<Routing> routing;
   std::string routing_source;  ///< where `routing` came from (for the results)
+  /// Called during the run with the ops finished and the ops in all GPUs'
+  /// lists, at least every `progress_every_us` of simulated time, and once at
+  /// the end; unset: the run is not interrupted. The run pauses between time
+  /// steps to call it (the event queue is untouched), so results do not depend
+  /// on it. Slices that take little wall time grow (up to 64x), so that the
+  /// pauses cost nothing noticeable on fast row-granularity runs.
+  std::function<void(std::size_t done, std::size_t total)> progress;
+  /// Assumption: 10 us of simulated time is a small fraction of a layer (ms)
+  /// and well under a second of wall time even at packet granularity.
+  double progress_every_us = 10;
 };
 
 struct RunOutput {
@@ -40,8 +54,5 @@ struct RunOutput {
 
 /// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
 RunOutput simulate(const RunRequest& req);
-
-/// Human-readable summary of a results object.
-std::string format_table(const nlohmann::ordered_json& results);
 
 }  // namespace moehub

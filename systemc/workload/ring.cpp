@@ -3,24 +3,32 @@
 // experts stay), forward and backward.
 //
 // Every pass is the same loop on each GPU g of N, over hops h = 0..N-1, with
-// part_h = the partition owned by GPU (g - h) mod N:
-//   X_h (stream 1, a ring exchange: send to g+1, receive from g-1) carries the
-//       current partition's payload on to the next GPU (h < N-1) together with
-//       the accumulators of the previous hop's partition (h >= 1), one hop
-//       behind; it waits for C_{h-1} (the buffer it reuses and the
-//       accumulators it forwards);
+// part_h = the partition GPU g computes with at hop h (moe_plan's
+// ring_partition_at_hop: the one owned by GPU (g - h) mod N):
+//   X_h (stream 1, a ring exchange: send to moe_plan's ring_send_peer g+1,
+//       receive from g-1) carries the current partition's payload on to the
+//       next GPU (h < N-1) together with the accumulators of the previous hop's
+//       partition (h >= 1), one hop behind; it waits for C_{h-1} (the buffer it
+//       reuses and the accumulators it forwards);
 //   C_h (stream 0) computes the token-expert pairs of part_h that meet here;
 //       it waits for X_{h-1} (which brought part_h);
-// and a last X_N returns the final accumulators to their owners. Payloads:
-//   expert routing: the partition's weights (3 x H x F per expert, bf16);
-//     backward accumulators: their fp32 weight gradients;
-//   token routing: the partition's tokens (H, bf16) and routing metadata
-//     (top-k ids and weights); accumulators: fp32 outputs (forward), fp32 input
-//     gradients and gate-weight gradients (backward, payload with d_out).
+// and a last X_N returns the final accumulators to their owners. The bytes of
+// a partition's payload and accumulators are moe_plan's hop_parts (their sum is
+// its per-hop volume, RelayMoE Table 2), with the accumulator types of
+// ScheduleOptions (moe_plan's defaults: fp32 output and input-gradient
+// accumulators, bf16 weight-gradient partitions):
+//   expert routing: the partition's weights (3 x H x F per expert); backward
+//     accumulators: their weight gradients;
+//   token routing: the partition's tokens (H, and d_out in the backward) and
+//     routing metadata (top-k ids and weights); accumulators: outputs
+//     (forward), input gradients and gate-weight gradients (backward).
+// Transfers move in 64 KiB rows, the last one rounded up.
 // The backward recomputes the expert intermediates inside each hop.
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
+#include "moe_plan/moe_plan.hpp"
 #include "workload/schedule_common.hpp"
 
 namespace moehub {
@@ -31,21 +39,45 @@ namespace {
 
 constexpr std::uint32_t kChunkBytes = 64 * 1024;  // transfer rows: 64 KiB chunks of a flat buffer
 
+// moe_plan's payload and accumulator bytes of partition `part` in one pass. The
+// partition is described to moe_plan as a problem in which every rank holds as
+// much as its owner: its tokens and its experts (token routing: the most
+// experts a GPU holds, which do not enter the token volumes; expert routing:
+// at least one token, top_k at most its experts, which do not enter the weights).
+plan::HopParts partition_parts(const ModelConfig& m, const Routing& r, const ExpertPlacement& p,
+                               const ScheduleOptions& opt, bool token_routing, bool backward, int part) {
+  const int n = r.num_gpus;
+  const std::int64_t tokens = r.tokens_per_gpu[static_cast<std::size_t>(part)];
+  const int experts = token_routing ? (m.num_experts + n - 1) / n : p.experts_on(part);
+  if (token_routing ? tokens == 0 : experts == 0) return {0.0, 0.0};  // an empty partition moves nothing
+  plan::MoeProblem q;
+  q.tokens_per_rank = std::max<std::int64_t>(tokens, 1);
+  q.hidden = m.hidden_size;
+  q.ffn = m.expert_ffn_size;
+  q.experts = experts * n;
+  q.top_k = token_routing ? m.top_k : std::min(m.top_k, q.experts);
+  q.ep = n;
+  q.dtype_bytes = m.dtype_bytes;
+  q.accum_bytes = opt.ring_accum_bytes;
+  q.grad_bytes = opt.ring_grad_bytes;
+  return plan::hop_parts(q, token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert, backward);
+}
+
 }  // namespace
 
-Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions&,
+Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions& opt,
                     bool token_routing) {
   const int N = r.num_gpus;
   const auto G = static_cast<std::size_t>(N);
   const std::int64_t H = m.hidden_size, F = m.expert_ffn_size;
-  const double Hd = static_cast<double>(H), Fd = static_cast<double>(F), kd = m.top_k;
+  const double Hd = static_cast<double>(H), Fd = static_cast<double>(F);
   const double b = m.dtype_bytes;
   // pairs[g][e]: token-expert pairs of GPU g's tokens routed to expert e
   std::vector<std::vector<std::int64_t>> pairs(G, std::vector<std::int64_t>(static_cast<std::size_t>(m.num_experts), 0));
   for (std::size_t g = 0; g < G; ++g) {
     for (const auto e : r.expert_ids[g]) ++pairs[g][static_cast<std::size_t>(e)];
   }
-  const auto owner = [&](int g, int h) { return ((g - h) % N + N) % N; };
+  const auto owner = [&](int g, int h) { return plan::ring_partition_at_hop(g, h, N); };
   // rows per expert GPU g computes at hop h
   const auto hop_rows = [&](int g, int h) {
     std::vector<std::int64_t> rows;
@@ -59,16 +91,20 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     }
     return rows;
   };
-  // bytes of a partition's payload and accumulators in one pass
-  const auto payload = [&](int part, bool backward) -> double {
-    if (!token_routing) return static_cast<double>(p.experts_on(part)) * 3.0 * Hd * Fd * b;
-    const double T = static_cast<double>(r.tokens_per_gpu[static_cast<std::size_t>(part)]);
-    return T * (Hd * b * (backward ? 2 : 1) + kd * 8.0);  // x (and d_out) + ids and weights
+  // bytes of every partition's payload and accumulators, per pass: parts[backward][partition]
+  std::array<std::vector<plan::HopParts>, 2> parts;
+  for (const bool backward : {false, true}) {
+    for (int q = 0; q < N; ++q) parts[backward].push_back(partition_parts(m, r, p, opt, token_routing, backward, q));
+  }
+  const auto payload = [&](int part, bool backward) {
+    return parts[backward][static_cast<std::size_t>(part)].payload_bytes;
   };
-  const auto accum = [&](int part, bool backward) -> double {
-    if (!token_routing) return backward ? static_cast<double>(p.experts_on(part)) * 3.0 * Hd * Fd * 4 : 0.0;
-    const double T = static_cast<double>(r.tokens_per_gpu[static_cast<std::size_t>(part)]);
-    return backward ? T * (Hd * 4.0 + kd * 4.0) : T * Hd * 4.0;
+  const auto accum = [&](int part, bool backward) {
+    return parts[backward][static_cast<std::size_t>(part)].accum_bytes;
+  };
+  const auto any_accum = [&](bool backward) {
+    return std::any_of(parts[backward].begin(), parts[backward].end(),
+                       [](const plan::HopParts& x) { return x.accum_bytes > 0; });
   };
 
   Schedule s;
@@ -83,14 +119,14 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
       const std::vector<int> prev_x = last_x;  // X_{h-1}: brought this hop's partition
       // X_h: does any GPU move anything at this hop?
       const bool has_payload = h < N - 1;
-      const bool has_accum = N > 1 && h >= 1 && accum(0, backward) + accum(N - 1, backward) > 0;
+      const bool has_accum = N > 1 && h >= 1 && any_accum(backward);
       if (has_payload || has_accum) {
         std::vector<std::vector<std::int64_t>> counts(G, std::vector<std::int64_t>(G, 0));
         for (int g = 0; g < N; ++g) {
           double bytes = 0;
           if (has_payload) bytes += payload(owner(g, h), backward);
           if (has_accum) bytes += accum(owner(g, h - 1), backward);
-          counts[static_cast<std::size_t>(g)][static_cast<std::size_t>((g + 1) % N)] =
+          counts[static_cast<std::size_t>(g)][static_cast<std::size_t>(plan::ring_send_peer(g, N))] =
               static_cast<std::int64_t>((bytes + kChunkBytes - 1) / kChunkBytes);
         }
         const int c = static_cast<int>(s.collectives.size());

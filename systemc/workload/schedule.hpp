@@ -10,6 +10,7 @@
 
 #include "common/config.hpp"
 #include "common/gemm_shape.hpp"
+#include "moe_plan/moe_plan.hpp"
 #include "workload/routing.hpp"
 
 namespace moehub {
@@ -25,6 +26,13 @@ struct ScheduleOptions {
   /// a2a-uniform: how many all-to-alls run back to back (the host launches
   /// the next while the GPUs run the current one, as a timing loop does).
   int repeat = 1;
+  /// ring-expert / ring-token: bytes per element of the accumulators that travel the
+  /// ring one hop behind the partitions (output and input-gradient accumulators) and
+  /// of the expert-weight gradient partitions, as moehub::plan::MoeProblem's
+  /// accum_bytes and grad_bytes (whose defaults these are: fp32 accumulators, bf16
+  /// gradient partitions as in RelayMoE Table 2). Each in {1, 2, 4, 8}.
+  int ring_accum_bytes = plan::MoeProblem{}.accum_bytes;
+  int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
 };
 
 enum class OpKind {

@@ -145,6 +145,90 @@ TEST(Cli, IdealIsFasterThanMegatron) {
   EXPECT_EQ(i["totals"]["fabric_payload_bytes_sent"].get<double>(), 0.0);
 }
 
+TEST(Cli, OutDirIsCreatedWithItsParents) {
+  const fs::path d = temp_dir("nested");
+  const fs::path out = d / "a" / "b" / "c";
+  const Result r = run(kSmall + "--out-dir " + out.string(), d);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(out / "results.json"))["checks"]["passed"].get<bool>());
+  EXPECT_FALSE(slurp(out / "timeline.json").empty());
+}
+
+TEST(Cli, DefaultOutDirIsOutInTheWorkingDirectory) {
+  const fs::path d = temp_dir("default-out");
+  const std::string cmd = "cd " + d.string() + " && " + MOEHUB_SIM_BINARY + kSmall + ">/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_TRUE(fs::exists(d / "out" / "results.json"));
+  EXPECT_TRUE(fs::exists(d / "out" / "timeline.json"));
+  EXPECT_FALSE(fs::exists(d / "results.json"));
+}
+
+TEST(Cli, OutDirThatCannotBeCreatedExitsWithStatus2) {
+  const fs::path d = temp_dir("out-under-file"), logs = temp_dir("out-under-file-logs");
+  std::ofstream(d / "file") << "a regular file\n";
+  const Result r = run("--tokens 512 --out-dir " + (d / "file" / "sub").string(), logs);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--out-dir"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((d / "file" / "sub").string()), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  std::set<std::string> left;
+  for (const auto& e : fs::recursive_directory_iterator(d)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, std::set<std::string>{"file"}) << "wrote something";
+}
+
+TEST(Cli, QuietPrintsNothing) {
+  const fs::path d = temp_dir("quiet");
+  const Result r = run(kSmall + "--out-dir " + d.string(), d);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_TRUE(fs::exists(d / "results.json"));
+}
+
+// Without --quiet the run pauses for its progress display; that must not
+// change what it computes.
+TEST(Cli, ProgressDoesNotChangeTheResults) {
+  const fs::path a = temp_dir("progress"), b = temp_dir("no-progress");
+  const std::string args = "--tokens 1024 --granularity row --schedule ring-token --out-dir ";
+  const Result ra = run(args + a.string(), a);
+  ASSERT_EQ(ra.status, 0) << ra.err;
+  EXPECT_NE(ra.out.find("self-checks: passed"), std::string::npos) << ra.out;
+  ASSERT_EQ(run(args + b.string() + " --quiet", b).status, 0);
+  EXPECT_EQ(slurp(a / "results.json"), slurp(b / "results.json"));
+  EXPECT_EQ(slurp(a / "timeline.json"), slurp(b / "timeline.json"));
+}
+
+// The blocks' statistics in the results agree with the links' and the
+// fabric's totals they are reported beside.
+TEST(Cli, ResultsCarryTheBlocksStatistics) {
+  const fs::path d = temp_dir("stats");
+  ASSERT_EQ(run(kSmall + "--no-timeline --out-dir " + d.string(), d).status, 0);
+  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+  ASSERT_TRUE(j.contains("stats"));
+  const auto& st = j["stats"];
+  std::uint64_t hub_packets = 0;
+  for (int g = 0; g < 8; ++g) {
+    const std::string hub = "gpu" + std::to_string(g) + "_hub";
+    ASSERT_TRUE(st.contains(hub)) << hub;
+    hub_packets += st[hub]["data_packets_sent"].get<std::uint64_t>();
+  }
+  EXPECT_GT(hub_packets, 0u);
+  EXPECT_EQ(hub_packets, j["totals"]["data_packets"].get<std::uint64_t>());
+  for (const auto& l : j["links"]) {
+    std::string block = l["name"].get<std::string>();
+    block.replace(block.find("->"), 2, "_to_");
+    SCOPED_TRACE(block);
+    ASSERT_TRUE(st.contains(block));
+    EXPECT_EQ(st[block]["write_packets"], l["write_packets"]);
+    EXPECT_EQ(st[block]["payload_bytes"].get<double>(), l["payload_bytes"].get<double>());
+    const auto& h = st[block]["bin_utilisation"];
+    std::uint64_t in_bins = h["underflow"].get<std::uint64_t>() + h["overflow"].get<std::uint64_t>();
+    for (const auto& c : h["counts"]) in_bins += c.get<std::uint64_t>();
+    EXPECT_EQ(in_bins, h["samples"].get<std::uint64_t>());
+    EXPECT_GT(h["samples"].get<std::uint64_t>(), 0u);
+  }
+}
+
 // A copy of a shipped config with one line edited.
 fs::path edited_config(const fs::path& dir, const std::string& kind, const std::string& name,
                        const std::string& from, const std::string& to) {

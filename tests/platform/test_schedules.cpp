@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/config_loader.hpp"
+#include "moe_plan/moe_plan.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
@@ -178,6 +180,162 @@ void check_ring(bool token_routing) {
 
 TEST(Schedules, RingExpertComputesEveryPairOnce) { check_ring(false); }
 TEST(Schedules, RingTokenComputesEveryPairOnce) { check_ring(true); }
+
+// Bytes GPU g sends to its ring successor in each transfer of a pass, by hop
+// (absent hops: no transfer); the transfers move whole rows.
+std::vector<std::vector<double>> ring_hop_bytes(const Schedule& s, const std::string& pass, int n) {
+  std::vector<std::vector<double>> bytes(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n) + 1, 0.0));
+  for (const auto& c : s.collectives) {
+    for (int h = 0; h <= n; ++h) {
+      if (c.name != pass + "_hop" + std::to_string(h) + "_transfer") continue;
+      for (int g = 0; g < n; ++g) {
+        const auto next = static_cast<std::size_t>(plan::ring_send_peer(g, n));
+        bytes[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)] =
+            static_cast<double>(c.rows[static_cast<std::size_t>(g)][next].size()) * c.row_bytes;
+      }
+    }
+  }
+  return bytes;
+}
+
+// What moe_plan says hop h of a pass carries from GPU g: the payload of the
+// partition it computed with (h < n-1) and the accumulators of the one before
+// (h >= 1), rounded up to whole transfer rows.
+double expected_hop_bytes(const std::vector<plan::HopParts>& parts, int g, int h, int n, std::uint32_t row_bytes) {
+  double b = 0;
+  if (h < n - 1) b += parts[static_cast<std::size_t>(plan::ring_partition_at_hop(g, h, n))].payload_bytes;
+  if (h >= 1) b += parts[static_cast<std::size_t>(plan::ring_partition_at_hop(g, h - 1, n))].accum_bytes;
+  return std::ceil(b / row_bytes) * row_bytes;
+}
+
+std::uint32_t ring_row_bytes(const Schedule& s) {
+  if (s.collectives.empty()) throw std::runtime_error("test setup: a ring without transfers");
+  return s.collectives[0].row_bytes;
+}
+
+// The default job (moehub-sim with no options): every GPU's transfer in the
+// middle of the ring carries exactly moe_plan's per-hop volume, the first only
+// the payload and the last ones only the accumulators, for both ring modes.
+TEST(Schedules, RingHopBytesAreMoePlanVolumesForTheDefaultJob) {
+  const SystemConfig sys = load_system_config(resolve_config_path("dgx-h800", "systems"));
+  const ModelConfig m = load_model_config(resolve_config_path("mixtral-8x7b", "models"));
+  const WorkloadConfig w;
+  const int n = sys.num_gpus;
+  const Routing r = generate_routing(m, w, n);
+  const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, n);
+  plan::MoeProblem q;  // moe_plan's defaults for the accumulator types
+  q.tokens_per_rank = w.tokens / n;
+  q.hidden = m.hidden_size;
+  q.ffn = m.expert_ffn_size;
+  q.experts = m.num_experts;
+  q.top_k = m.top_k;
+  q.ep = n;
+  q.dtype_bytes = m.dtype_bytes;
+  ASSERT_EQ(w.tokens % n, 0) << "test setup: the default job splits its tokens evenly";
+  const plan::HopVolumes v = plan::hop_volumes(q);
+  for (const bool token : {false, true}) {
+    const Schedule s = build_ring(m, r, p, {}, token);
+    const std::uint32_t row = ring_row_bytes(s);
+    const plan::RingMode mode = token ? plan::RingMode::kToken : plan::RingMode::kExpert;
+    for (const bool bwd : {false, true}) {
+      SCOPED_TRACE(std::string(token ? "token" : "expert") + (bwd ? " bwd" : " fwd"));
+      const double volume = token ? (bwd ? v.token_bwd_bytes : v.token_fwd_bytes)
+                                  : (bwd ? v.expert_bwd_bytes : v.expert_fwd_bytes);
+      const plan::HopParts parts = plan::hop_parts(q, mode, bwd);
+      const auto bytes = ring_hop_bytes(s, bwd ? "bwd" : "fwd", n);
+      for (int g = 0; g < n; ++g) {
+        const auto& b = bytes[static_cast<std::size_t>(g)];
+        for (int h = 1; h < n - 1; ++h) EXPECT_EQ(b[static_cast<std::size_t>(h)], std::ceil(volume / row) * row) << h;
+        EXPECT_EQ(b[0], std::ceil(parts.payload_bytes / row) * row);
+        EXPECT_EQ(b[static_cast<std::size_t>(n - 1)], std::ceil(parts.accum_bytes / row) * row);
+        EXPECT_EQ(b[static_cast<std::size_t>(n)], std::ceil(parts.accum_bytes / row) * row);
+      }
+    }
+  }
+  // the expert backward carries bf16 weight-gradient partitions unless told otherwise
+  ScheduleOptions fp32;
+  fp32.ring_grad_bytes = 4;
+  q.grad_bytes = 4;
+  const auto bytes = ring_hop_bytes(build_ring(m, r, p, fp32, false), "bwd", n);
+  const double fp32_volume = plan::hop_volumes(q).expert_bwd_bytes;
+  EXPECT_EQ(bytes[0][1], fp32_volume);
+  EXPECT_GT(fp32_volume, v.expert_bwd_bytes);
+}
+
+// Uneven routing: GPUs with very different token counts (one with none),
+// skewed expert loads and an uneven expert placement. Every transfer carries
+// moe_plan's parts of the partitions it moves.
+TEST(Schedules, RingHopBytesAreMoePlanVolumesForUnevenRouting) {
+  const ModelConfig m = load_model_config(resolve_config_path("qwen1.5-moe-a2.7b", "models"));  // 60 experts, top-4
+  const int n = 8;
+  const std::vector<std::int64_t> tokens = {100, 700, 0, 1000, 37, 512, 3, 250};
+  Routing r;
+  r.num_gpus = n;
+  r.num_experts = m.num_experts;
+  r.top_k = m.top_k;
+  r.tokens_per_gpu = tokens;
+  for (int g = 0; g < n; ++g) {
+    std::vector<std::int32_t> ids;
+    for (std::int64_t t = 0; t < tokens[static_cast<std::size_t>(g)]; ++t) {
+      for (int j = 0; j < m.top_k; ++j) ids.push_back(static_cast<std::int32_t>((t * t % 13 + g + 15 * j) % 60));
+    }
+    r.gate_weights.emplace_back(ids.size(), 1.0f / static_cast<float>(m.top_k));
+    r.expert_ids.push_back(std::move(ids));
+  }
+  const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, n);  // 8, 8, 8, 8, 7, 7, 7, 7
+  ASSERT_NE(p.experts_on(0), p.experts_on(n - 1)) << "test setup: the placement should be uneven";
+  // moe_plan's parts of one partition: its own tokens; experts: per expert (a
+  // problem with one local expert) times the partition's experts
+  const auto problem = [&](std::int64_t t, int experts_per_rank) {
+    plan::MoeProblem q;
+    q.tokens_per_rank = t;
+    q.hidden = m.hidden_size;
+    q.ffn = m.expert_ffn_size;
+    q.experts = experts_per_rank * n;
+    q.top_k = m.top_k;
+    q.ep = n;
+    q.dtype_bytes = m.dtype_bytes;
+    return q;
+  };
+  for (const bool token : {false, true}) {
+    const Schedule s = build_ring(m, r, p, {}, token);
+    const std::uint32_t row = ring_row_bytes(s);
+    for (const bool bwd : {false, true}) {
+      SCOPED_TRACE(std::string(token ? "token" : "expert") + (bwd ? " bwd" : " fwd"));
+      std::vector<plan::HopParts> parts;
+      for (int q = 0; q < n; ++q) {
+        if (token) {
+          const std::int64_t t = tokens[static_cast<std::size_t>(q)];
+          parts.push_back(t == 0 ? plan::HopParts{0, 0} : plan::hop_parts(problem(t, 8), plan::RingMode::kToken, bwd));
+        } else {
+          const plan::HopParts one = plan::hop_parts(problem(1, 1), plan::RingMode::kExpert, bwd);
+          const double e = p.experts_on(q);
+          parts.push_back({one.payload_bytes * e, one.accum_bytes * e});
+        }
+      }
+      const auto bytes = ring_hop_bytes(s, bwd ? "bwd" : "fwd", n);
+      double total = 0;
+      for (int g = 0; g < n; ++g) {
+        for (int h = 0; h <= n; ++h) {
+          const double b = bytes[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)];
+          EXPECT_EQ(b, expected_hop_bytes(parts, g, h, n, row)) << "GPU " << g << " hop " << h;
+          total += b;
+        }
+      }
+      EXPECT_GT(total, 0.0);
+    }
+    // every token-expert pair is still computed once per pass
+    std::int64_t rows = 0;
+    for (const auto& ops : s.ops) {
+      for (const auto& op : ops) {
+        if (op.name.rfind("fwd", 0) == 0 && op.name.find("gemm1") != std::string::npos) {
+          for (const auto& gs : op.gemms) rows += gs.m;
+        }
+      }
+    }
+    EXPECT_EQ(rows, (100 + 700 + 1000 + 37 + 512 + 3 + 250) * m.top_k);
+  }
+}
 
 TEST(Schedules, UniformAllToAllSplitsEvenly) {
   const Workload s = make("qwen3-30b-a3b", 1001, 4, 0.0);  // 251, 250, 250, 250 tokens

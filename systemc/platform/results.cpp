@@ -1,0 +1,219 @@
+// The results JSON of one run. See results.hpp.
+#include "platform/results.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "common/sc_time_util.hpp"
+#include "platform/node.hpp"
+
+namespace moehub {
+
+namespace {
+
+double us(Tick t) { return ticks_to_us(t); }
+
+}  // namespace
+
+std::vector<LinkView> links_of(const Node& node) {
+  std::vector<LinkView> v;
+  for (int g = 0; g < node.num_gpus(); ++g) {
+    for (int p = 0; p < node.planes(); ++p) {
+      const std::string gs = "gpu" + std::to_string(g), ps = "sw" + std::to_string(p);
+      v.push_back({gs + "->" + ps, gs, ps, &node.uplink(g, p)});
+      v.push_back({ps + "->" + gs, ps, gs, &node.downlink(g, p)});
+    }
+  }
+  return v;
+}
+
+void report_block_stats(Node& node) {
+  constexpr int kUtilisationBins = 10;  // deciles of a timeline bin's busy fraction
+  for (const auto& l : links_of(node)) {
+    const NvlinkPort& port = *l.port;
+    const BandwidthServer& s = port.server();
+    BlockStats& b = node.stats().block(port.basename());
+    b.add("transactions", port.transactions())
+        .add("packets", port.packets())
+        .add("flits", port.flits_sent())
+        .add("write_packets", port.write_packets())
+        .add("response_packets", port.response_packets())
+        .set("payload_bytes", port.payload_bytes())
+        .set("busy_us", us(s.busy()))
+        .set("credit_stall_us", us(port.credit_stall()));
+    if (s.bin_ticks() > 0) {
+      Histogram& h = b.histogram("bin_utilisation", 0.0, 1.0, kUtilisationBins);
+      for (const Tick busy : s.bins()) h.add(static_cast<double>(busy) / static_cast<double>(s.bin_ticks()));
+    }
+  }
+  for (int g = 0; g < node.num_gpus(); ++g) {
+    const Hub& hub = node.hub(g);
+    node.stats()
+        .block(hub.basename())
+        .add("transactions_sent", hub.transactions_sent())
+        .add("data_packets_sent", hub.data_packets_sent())
+        .add("responses_sent", hub.responses_sent())
+        .add("writes_received", hub.writes_received())
+        .add("ingress_stalls", hub.ingress_stalls())
+        .add("arrivals_handled", hub.arrivals().handled())
+        .add("arrival_reorderings", hub.arrivals().reorderings())
+        .set("ingress_stalled_us", us(hub.arrivals().stalled()))
+        .add("write_buffer_full_events", hub.buffer_full_events())
+        .set("write_buffer_full_us", us(hub.buffer_full_wait()))
+        .add("responses_before_write", hub.early_responses());
+    const Hbm& hbm = node.hbm(g);
+    node.stats()
+        .block(hbm.basename())
+        .set("remote_write_bytes", hbm.bytes_written())
+        .set("flow_bytes", hbm.flow_bytes())
+        .add("remote_writes", hbm.single_accesses())
+        .add("flow_slices", hbm.slices())
+        .set("remote_write_wait_us", us(hbm.single_wait()))
+        .add("reorderings", hbm.reorderings())
+        .set("busy_us", us(hbm.server().busy()));
+  }
+  for (int p = 0; p < node.planes(); ++p) {
+    const NvSwitch& sw = node.nvswitch(p);
+    node.stats()
+        .block(sw.basename())
+        .add("packets", sw.packets())
+        .add("arrival_reorderings", sw.arrivals().reorderings());
+  }
+}
+
+nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, const Routing& routing,
+                                    const std::vector<std::string>& errors) {
+  using J = nlohmann::ordered_json;
+  const auto& recs = node.records();
+  Tick layer = 0;
+  for (const auto& r : recs) layer = std::max(layer, r.end);
+
+  J j;
+  j["format"] = "moehub-sim-results";
+  j["version"] = 1;
+  j["system"] = req.system.name;
+  j["model"] = req.model.name;
+  j["schedule"] = req.schedule;
+  j["num_gpus"] = req.system.num_gpus;
+  j["tokens"] = routing.total_tokens();
+  if (req.routing) {
+    j["routing"] = "trace";
+    j["routing_trace"] = req.routing_source;
+  } else {
+    j["routing"] = "generated";
+    j["seed"] = req.workload.seed;
+    j["distribution"] = req.workload.distribution;
+    if (req.workload.distribution == "zipf") {
+      j["zipf_s"] = req.workload.zipf_s;
+    } else {
+      j["imbalance_std"] = req.workload.imbalance_std;
+    }
+  }
+  j["measured_load_std"] = routing.load_std();
+  j["granularity"] = req.system.sim.granularity;
+  j["layer_time_us"] = us(layer);
+
+  // per-GPU phases and breakdown
+  J gpus = J::array();
+  std::map<std::string, double> critical;  // breakdown of the GPU that finishes last
+  Tick latest = 0;
+  for (std::size_t g = 0; g < recs.size(); ++g) {
+    J gj;
+    gj["gpu"] = g;
+    gj["tokens"] = routing.tokens_per_gpu[g];
+    gj["layer_time_us"] = us(recs[g].end);
+    // the breakdown follows the compute stream (0), which covers the layer up
+    // to its last op; whatever runs after that on other streams is charged to
+    // the phase of the op that finished last
+    std::map<std::string, double> breakdown;
+    J phases = J::array();
+    Tick stream0_end = 0;
+    const OpRecord* last = nullptr;
+    for (const auto& r : recs[g].stream) {
+      phases.push_back({{"name", r.name}, {"phase", r.phase}, {"kind", r.kind}, {"stream", r.stream},
+                        {"start_us", us(r.start)}, {"end_us", us(r.end)}});
+      if (r.stream == 0) {
+        breakdown[r.phase] += us(r.end - r.start);
+        stream0_end = std::max(stream0_end, r.end);
+      }
+      if (!last || r.end >= last->end) last = &r;
+    }
+    if (last && recs[g].end > stream0_end) breakdown[last->phase] += us(recs[g].end - stream0_end);
+    gj["phases"] = phases;
+    J bj;
+    for (const auto& [k, v] : breakdown) bj[k] = v;
+    gj["breakdown_us"] = bj;
+    gpus.push_back(gj);
+    if (recs[g].end >= latest) {
+      latest = recs[g].end;
+      critical = breakdown;
+    }
+  }
+  J cj;
+  for (const auto& [k, v] : critical) cj[k] = v;
+  j["breakdown_us"] = cj;
+  j["gpus"] = gpus;
+
+  // links
+  J links = J::array();
+  double wire_total = 0;
+  std::uint64_t packets_total = 0;
+  for (const auto& l : links_of(node)) {
+    const auto& s = l.port->server();
+    const double wire = s.bytes();
+    wire_total += wire;
+    packets_total += l.port->write_packets();
+    links.push_back({{"name", l.name}, {"from", l.from}, {"to", l.to},
+                     {"payload_bytes", l.port->payload_bytes()}, {"wire_bytes", wire},
+                     {"write_packets", l.port->write_packets()},
+                     {"response_packets", l.port->response_packets()},
+                     {"busy_us", us(s.busy())},
+                     {"utilisation", layer ? static_cast<double>(s.busy()) / static_cast<double>(layer) : 0.0},
+                     {"credit_stall_us", us(l.port->credit_stall())}});
+  }
+  j["links"] = links;
+
+  const auto t = node.scoreboard().totals();
+  J tj;
+  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
+  tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
+  tj["local_copy_bytes"] = t.local_bytes;
+  tj["data_packets"] = t.data_packets;
+  tj["rows_delivered"] = t.rows_delivered;
+  tj["wrong_addresses"] = t.wrong_addresses;
+  tj["responses_before_write"] = t.early_responses;
+  tj["arrival_reorderings"] = node.reorderings();
+  tj["link_wire_bytes"] = wire_total;
+  j["totals"] = tj;
+  {
+    // the simulator's own work: process activations (deterministic)
+    std::uint64_t egress = 0, ingress = 0, sw = 0, hbm = 0, slices = 0, payloads = 0, live = 0;
+    for (int g = 0; g < node.num_gpus(); ++g) {
+      egress += node.hub(g).egress_wakes();
+      ingress += node.hub(g).arrivals().wakes();
+      hbm += node.hbm(g).wakes();
+      slices += node.hbm(g).slices();
+      payloads += node.hub(g).pool().capacity();
+      live += node.hub(g).pool().live();
+    }
+    for (int p = 0; p < node.planes(); ++p) sw += node.nvswitch(p).arrivals().wakes();
+    J sj;
+    sj["hub_egress_wakes"] = egress;
+    sj["hub_ingress_wakes"] = ingress;
+    sj["switch_wakes"] = sw;
+    sj["hbm_wakes"] = hbm;
+    sj["hbm_flow_slices"] = slices;
+    sj["payloads_allocated"] = payloads;
+    sj["payloads_live_at_end"] = live;
+    j["simulator"] = sj;
+  }
+
+  J checks;
+  checks["passed"] = errors.empty();
+  checks["errors"] = errors;
+  j["checks"] = checks;
+  j["stats"] = node.stats().to_json();
+  return j;
+}
+
+}  // namespace moehub
