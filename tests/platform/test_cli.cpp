@@ -108,6 +108,32 @@ TEST(Cli, SameSeedGivesByteIdenticalResults) {
   EXPECT_NE(ra, slurp(c / "results.json"));
 }
 
+// On the default job and on an imbalanced one, every hub, switch and HBM
+// handles its inputs in arrival-time order: the results count zero
+// reorderings, no response leaves before its write is in memory, and every
+// packet lands at the address its row owns.
+void arrival_order_holds(const std::string& extra) {
+  const fs::path d = temp_dir("order");
+  const Result r = run("--quiet --no-timeline" + extra + " --out-dir " + d.string(), d);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+  EXPECT_TRUE(j["checks"]["passed"].get<bool>());
+  EXPECT_GT(j["totals"]["data_packets"].get<std::uint64_t>(), 1000000u);
+  EXPECT_EQ(j["totals"]["arrival_reorderings"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(j["totals"]["responses_before_write"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(j["totals"]["wrong_addresses"].get<std::uint64_t>(), 0u);
+  std::uint64_t handled = 0;
+  for (const auto& [name, block] : j["stats"].items()) {
+    if (name.find("_hub") == std::string::npos) continue;
+    EXPECT_EQ(block["arrival_reorderings"].get<std::uint64_t>(), 0u) << name;
+    handled += block["arrivals_handled"].get<std::uint64_t>();
+  }
+  EXPECT_GT(handled, 2 * j["totals"]["data_packets"].get<std::uint64_t>() - 1);  // writes and responses
+}
+
+TEST(Cli, ArrivalOrderHoldsOnTheDefaultJob) { arrival_order_holds(""); }
+TEST(Cli, ArrivalOrderHoldsOnAnImbalancedJob) { arrival_order_holds(" --imbalance-std 0.05"); }
+
 // The ring schedules run end to end, pass their self-checks, and overlap:
 // the layer takes less than its compute plus its transfers.
 TEST(Cli, RingSchedulesOverlapTransfersWithCompute) {
