@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Times two builds of moehub-sim side by side in one run on one machine: the
+# working tree's and an older revision's (built from a clean copy of that
+# revision under build/bench-old/<rev>). Each job runs alternately on the old
+# and the new build, REPS times; the table gives the median wall time of the
+# simulation (as moehub-sim reports it), the layer time, and the simulated
+# NVLink packets per wall-clock second: data packets, and all packets (data
+# plus write responses, counted on the GPU-to-switch ports).
+#
+#   scripts/bench-compare.sh OLD_REV [REPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
+reps="${2:-3}"
+old_sha="$(git rev-parse --short "$old_rev")"
+old_src="build/bench-old/$old_sha/src"
+old_bin="build/bench-old/$old_sha/build/host/sim/moehub-sim"
+if [ ! -x "$old_bin" ]; then
+  rm -rf "$old_src"
+  mkdir -p "$old_src"
+  git archive "$old_sha" | tar -x -C "$old_src"
+  cmake -S "$old_src" -B "build/bench-old/$old_sha/build" -DCMAKE_BUILD_TYPE=Release -DMOEHUB_CUDA=OFF >/dev/null
+  cmake --build "build/bench-old/$old_sha/build" -j "$(nproc)" --target moehub-sim >/dev/null
+fi
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" --target moehub-sim >/dev/null
+new_bin="build/release/host/sim/moehub-sim"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$old_bin" "$new_bin" "$old_sha" "$reps" "$work" <<'PY'
+import json, re, statistics, subprocess, sys
+old_bin, new_bin, old_sha, reps, work = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+jobs = [("megatron, packet", ["--schedule", "megatron"]),
+        ("megatron, row", ["--schedule", "megatron", "--granularity", "row"]),
+        ("ring-expert, default", ["--schedule", "ring-expert"])]
+def run(binary, args, tag):
+    out = f"{work}/{tag}"
+    subprocess.run(["mkdir", "-p", out], check=True)
+    p = subprocess.run([binary, *args, "--no-timeline", "--out-dir", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{binary} {' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    wall = float(re.search(r"wall time ([0-9.]+) s", p.stdout).group(1))
+    r = json.load(open(f"{out}/results.json"))
+    up = [l for l in r["links"] if l["from"].startswith("gpu")]
+    data = sum(l["write_packets"] for l in up)
+    allp = data + sum(l["response_packets"] for l in up)
+    return wall, r["layer_time_us"], data, allp
+print(f"moehub-sim, old = {old_sha}, new = working tree; {reps} alternating runs each, medians")
+print(f"{'job':22s} {'build':5s} {'wall_s':>8s} {'layer_us':>11s} {'data_pkts':>11s} {'all_pkts':>11s} {'data_pkts/s':>12s} {'all_pkts/s':>12s}")
+for name, args in jobs:
+    res = {"old": [], "new": []}
+    for i in range(reps):
+        for build, binary in (("old", old_bin), ("new", new_bin)):
+            res[build].append(run(binary, args, f"{build}{i}"))
+    for build in ("old", "new"):
+        walls = [x[0] for x in res[build]]
+        w = statistics.median(walls)
+        _, layer, data, allp = res[build][0]
+        print(f"{name:22s} {build:5s} {w:8.3f} {layer:11.2f} {data:11d} {allp:11d} {data / w:12.3g} {allp / w:12.3g}")
+PY
