@@ -36,15 +36,16 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   for (int g = 0; g < G; ++g) {
     const std::string gs = "gpu" + std::to_string(g);
     hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, collectives_.get()));
-    sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get()));
     xbar_.push_back(std::make_unique<ServerTarget>((gs + "_xbar").c_str(), 1, sys.gpu.xbar_bw_gbps,
                                                    sys.gpu.xbar_latency_ns, true));
-    hbm_.push_back(std::make_unique<ServerTarget>((gs + "_hbm").c_str(), 2,
+    hbm_.push_back(std::make_unique<ServerTarget>((gs + "_hbm").c_str(), 1,
                                                   sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
                                                   sys.gpu.hbm_latency_ns, false));
+    hbm_flows_.push_back(std::make_unique<HbmServerFlows>(hbm_.back().get()));
+    sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get(),
+                                             hbm_flows_.back().get()));
     hubs_.back()->hub2xbar.bind(xbar_.back()->in[0]);
     xbar_.back()->out().bind(hbm_.back()->in[0]);
-    sms_.back()->sm2hbm.bind(hbm_.back()->in[1]);
     hub_ptrs.push_back(hubs_.back().get());
     sm_ptrs.push_back(sms_.back().get());
   }
@@ -175,42 +176,65 @@ void Node::stream_thread(int g, int stream) {
   }
 }
 
+void HbmServerFlows::start_flow(double bytes, double max_gbps, Tick start, std::function<void(Tick)> done) {
+  if (bytes <= 0) {
+    done(start);
+    return;
+  }
+  const Tick served = hbm_->server().serve(start, bytes).done;
+  done(max_gbps > 0 ? std::max(served, start + transfer_ticks(bytes, max_gbps)) : served);
+}
+
 void Node::execute(int g, const Op& op, OpRecord& r) {
   const auto gi = static_cast<std::size_t>(g);
   SmArray& sm = *sms_[gi];
   switch (op.kind) {
     case OpKind::kGemm: {
       const KernelCost c = sm.gemm(op.gemms);
+      KernelSpec k = sm.gemm_kernel(op.gemms, op.groups, op.first_sm, op.num_sms);
+      k.name = op.name;
+      std::vector<int> flags;
+      if (op.release != ReleaseKind::kLaunch) {
+        const GroupRelease how = op.release == ReleaseKind::kPoll ? GroupRelease::kPoll : GroupRelease::kSignal;
+        for (std::size_t i = 0; i < k.groups.size(); ++i) {
+          const int f = i < op.release_flags.size() ? op.release_flags[i] : -1;
+          if (f >= 0) k.groups[i].release = how;
+          flags.push_back(f);
+        }
+        k.poll = {ns_to_ticks(op.poll.poll_interval_ns), ns_to_ticks(op.poll.poll_sm_ns), op.poll.poll_bytes};
+      }
       r.kind = "gemm";
       r.flops = c.flops;
       r.bytes = c.hbm_bytes;
-      sc_core::wait(to_sc(c.duration));
+      sm.wait(sm.launch(std::move(k), flags));
       break;
     }
     case OpKind::kMemory: {
       r.kind = "memory";
       r.bytes = op.bytes;
-      const Tick done = sm.memory_kernel(op.bytes, true);
-      sc_core::wait(to_sc(done - now_ticks()));
+      sm.wait(sm.launch(SmArray::memory_kernel(op.bytes)));
       break;
     }
     case OpKind::kAllToAll: {
       r.kind = "all_to_all";
       const AllToAll& a = schedule_.collectives[static_cast<std::size_t>(op.collective)];
       const double local = static_cast<double>(a.rows[gi][gi].size()) * a.row_bytes;
-      const Tick local_done = local > 0 ? sm.memory_kernel(2 * local, true) : now_ticks();
+      // the local rows are copied on HBM alongside the transfers; the op ends when both are done
+      const int copy = local > 0 ? sm.launch(SmArray::memory_kernel(2 * local)) : -1;
       double sent = 0;
       for (std::size_t d = 0; d < a.rows[gi].size(); ++d) {
         if (d != gi) sent += static_cast<double>(a.rows[gi][d].size()) * a.row_bytes;
       }
       r.bytes = sent;
-      collectives_->join(op.collective, g, local_done);
+      collectives_->join(op.collective, g, now_ticks());
       sc_core::wait(collectives_->done_event(op.collective, g));
+      if (copy >= 0) sm.wait(copy);
       break;
     }
     case OpKind::kHostSync:
       break;
   }
+  if (op.sets_flag >= 0) sm.raise_flag(op.sets_flag, now_ticks());
 }
 
 }  // namespace moehub

@@ -2,9 +2,9 @@
 //
 // Per GPU: SM array, hub, crossbar port and HBM; per GPU and NVSwitch chip one
 // NVLink port in each direction; the NVSwitch chips. Wiring (initiator ->
-// target): sm2hbm, hub2nvl[p] -> gpu{g}->sw{p} -> sw{p}.gpu2sw[g],
+// target): hub2nvl[p] -> gpu{g}->sw{p} -> sw{p}.gpu2sw[g],
 // sw{p}.sw2gpu[d] -> sw{p}->gpu{d} -> hub{d}.nvl2hub[p], hub2xbar -> xbar ->
-// xbar2hbm -> hbm.
+// xbar2hbm -> hbm; the SM array puts its kernels' traffic on HBM as flows.
 //
 // Each GPU runs its op list on one SystemC thread per stream (ops of other
 // streams they depend on are awaited as CUDA events would be), with the host
@@ -26,6 +26,7 @@
 #include "fabric/nvlink_port.hpp"
 #include "fabric/nvswitch.hpp"
 #include "gpu/hub.hpp"
+#include "gpu/memory_flows.hpp"
 #include "gpu/memory_target.hpp"
 #include "gpu/sm_array.hpp"
 #include "platform/collectives.hpp"
@@ -50,6 +51,18 @@ struct GpuRecord {
   std::vector<OpRecord> host;    ///< synchronisations on the host
   Tick end = 0;                  ///< when the last op finished
   bool finished = false;         ///< the whole op list ran
+};
+
+/// Temporary MemoryFlows over the HBM target's bandwidth server: a flow is
+/// booked in one piece when it starts (no slicing, so it reserves HBM ahead
+/// of later traffic) and completes no earlier than its pacing allows.
+class HbmServerFlows : public MemoryFlows {
+ public:
+  explicit HbmServerFlows(ServerTarget* hbm) : hbm_(hbm) {}
+  void start_flow(double bytes, double max_gbps, Tick start, std::function<void(Tick)> done) override;
+
+ private:
+  ServerTarget* hbm_;
 };
 
 class Node : public sc_core::sc_module {
@@ -83,6 +96,7 @@ class Node : public sc_core::sc_module {
   std::vector<std::unique_ptr<SmArray>> sms_;
   std::vector<std::unique_ptr<ServerTarget>> xbar_;
   std::vector<std::unique_ptr<ServerTarget>> hbm_;
+  std::vector<std::unique_ptr<HbmServerFlows>> hbm_flows_;
   std::vector<std::unique_ptr<NvSwitch>> switches_;
   std::vector<std::unique_ptr<NvlinkPort>> up_;
   std::vector<std::unique_ptr<NvlinkPort>> down_;
