@@ -14,15 +14,7 @@ SmArray::SmArray(const sc_core::sc_module_name& name, const GpuConfig& gpu, int 
 }
 
 KernelSpec SmArray::gemm_kernel(const std::vector<GemmShape>& shapes, int groups, int first_sm, int num_sms) const {
-  KernelSpec k;
-  k.first_sm = first_sm;
-  k.num_sms = num_sms > 0 ? num_sms : gpu_.num_sms - first_sm;
-  k.groups = split_groups(compute_.tiles(shapes), groups);
-  const KernelCost c = compute_.grouped_gemm(shapes, k.num_sms);
-  k.hbm_bytes = c.hbm_bytes;
-  // bytes per picosecond -> GB/s
-  k.hbm_max_gbps = c.compute_makespan > 0 ? c.hbm_bytes * 1e3 / static_cast<double>(c.compute_makespan) : 0;
-  return k;
+  return moehub::gemm_kernel(compute_, gpu_.num_sms, shapes, groups, first_sm, num_sms);
 }
 
 KernelSpec SmArray::memory_kernel(double bytes) {
@@ -98,6 +90,7 @@ Tick SmArray::wait(int kernel) {
     const Tick p = engine_.predicted_end(kernel);
     if (p != kTickMax && p <= now_ticks()) break;
     sc_core::wait(*w.done);
+    ++wakeups_;
   }
   waiters_.erase(kernel);
   engine_.retire(kernel);

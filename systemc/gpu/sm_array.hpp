@@ -16,6 +16,7 @@
 
 #include <systemc>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
@@ -61,6 +62,8 @@ class SmArray : public sc_core::sc_module {
   const ComputeModel& compute() const { return compute_; }
   const TbEngine& engine() const { return engine_; }
   MemoryFlows& hbm() { return *hbm_; }
+  /// Times a thread waiting for a kernel has been woken (about one per kernel).
+  std::uint64_t wakeups() const { return wakeups_; }
 
  private:
   void release(int kernel, int group, Tick t);
@@ -79,6 +82,7 @@ class SmArray : public sc_core::sc_module {
   std::map<int, Tick> flags_;                               ///< flags raised so far
   std::multimap<int, std::pair<int, int>> flag_waiters_;    ///< flag -> (kernel, group)
   bool refreshing_ = false;
+  std::uint64_t wakeups_ = 0;
 };
 
 }  // namespace moehub

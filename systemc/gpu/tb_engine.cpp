@@ -21,6 +21,21 @@ std::vector<BlockGroup> split_groups(const std::vector<Tick>& tiles, int groups)
   return out;
 }
 
+KernelSpec gemm_kernel(const ComputeModel& model, int total_sms, const std::vector<GemmShape>& shapes, int groups,
+                       int first_sm, int num_sms) {
+  KernelSpec k;
+  k.first_sm = first_sm;
+  k.num_sms = num_sms > 0 ? num_sms : total_sms - first_sm;
+  k.groups = split_groups(model.tiles(shapes), groups);
+  const KernelCost c = model.grouped_gemm(shapes, k.num_sms);
+  k.hbm_bytes = c.hbm_bytes;
+  // bytes per picosecond -> GB/s; half a picosecond of slack keeps the
+  // rounded-up transfer time of the paced flow at the makespan
+  const double span_ps = static_cast<double>(c.compute_makespan) - 0.5;
+  k.hbm_max_gbps = span_ps > 0 ? c.hbm_bytes * 1e3 / span_ps : 0;
+  return k;
+}
+
 Tick TbEngine::Poller::count(Tick a, Tick e) const {
   if (e <= a) return 0;
   const Tick lo = std::max(a, first);

@@ -31,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "common/gemm_shape.hpp"
 #include "common/units.hpp"
+#include "gpu/compute_model.hpp"
 #include "gpu/memory_flows.hpp"
 
 namespace moehub {
@@ -67,6 +69,13 @@ struct KernelSpec {
 /// Splits `tiles` into `groups` contiguous groups of near-equal block count
 /// (the first ones one larger), all released at launch.
 std::vector<BlockGroup> split_groups(const std::vector<Tick>& tiles, int groups);
+
+/// The kernel of a grouped GEMM on SMs [first_sm, first_sm + num_sms)
+/// (num_sms 0: to the last SM): ComputeModel's tiles in `groups` groups
+/// released at launch, and its compulsory HBM traffic as one flow paced so
+/// that its last byte is due at the kernel's compute makespan on those SMs.
+KernelSpec gemm_kernel(const ComputeModel& model, int total_sms, const std::vector<GemmShape>& shapes, int groups,
+                       int first_sm = 0, int num_sms = 0);
 
 class TbEngine {
  public:
