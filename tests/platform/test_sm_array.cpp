@@ -332,5 +332,75 @@ TEST(SmArray, FlagReleasedGroupInSystemC) {
   EXPECT_EQ(sm.wakeups(), 2u);  // one per kernel, none per thread block
 }
 
+// In the node: a streaming kernel on stream 1 sets a flag when it finishes;
+// the second group of a GEMM on stream 0 waits for that flag, by a signal or
+// by polling it.
+Schedule flag_schedule(ReleaseKind how, double mem_bytes) {
+  const SystemConfig sys = test::default_system();
+  Op gemm;
+  gemm.kind = OpKind::kGemm;
+  gemm.name = "gemm";
+  gemm.launch = false;
+  gemm.gemms = expert_shapes();
+  gemm.groups = 2;
+  gemm.release = how;
+  gemm.release_flags = {-1, 3};
+  Op mem;
+  mem.kind = OpKind::kMemory;
+  mem.name = "producer";
+  mem.launch = false;
+  mem.bytes = mem_bytes;
+  mem.stream = 1;
+  mem.sets_flag = 3;
+  Schedule s;
+  s.name = "flags";
+  s.ops.assign(static_cast<std::size_t>(sys.num_gpus), std::vector<Op>{gemm, mem});
+  return s;
+}
+
+struct FlagRun {
+  Tick producer_end = 0, gemm_end = 0;
+  Tick second_group_alone = 0;  ///< the GEMM's second group on idle SMs
+  PollParams poll;
+};
+
+FlagRun run_flag_schedule(ReleaseKind how) {
+  FlagRun r;
+  const SystemConfig sys = test::default_system();
+  const ComputeModel model(sys.gpu, test::default_model().dtype_bytes);
+  const KernelCost c = model.grouped_gemm(expert_shapes());
+  // the producer streams for about three GEMM durations
+  const double mem_bytes = 3 * ticks_to_ns(c.duration) * sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency;
+  auto node = test::run_node(sys, flag_schedule(how, mem_bytes));
+  if (!node) return r;
+  for (const OpRecord& o : node->records()[0].stream) {
+    if (o.name == "producer") r.producer_end = o.end;
+    if (o.name == "gemm") r.gemm_end = o.end;
+  }
+  FakeHbm hbm(1e9);
+  TbEngine alone(sys.gpu.num_sms, &hbm);
+  KernelSpec second;
+  second.groups = {split_groups(model.tiles(expert_shapes()), 2)[1]};
+  const int id = alone.launch(second, 0);
+  alone.update(0);
+  r.second_group_alone = alone.predicted_end(id);
+  return r;
+}
+
+TEST(SmArrayInNode, OpFinishingSignalsAGroupOfAnotherStreamsGemm) {
+  const FlagRun r = run_flag_schedule(ReleaseKind::kSignal);
+  if (r.gemm_end == 0) GTEST_SKIP() << "one simulation per process: run through ctest";
+  EXPECT_GT(r.producer_end, r.second_group_alone);
+  EXPECT_EQ(r.gemm_end, r.producer_end + r.second_group_alone);
+}
+
+TEST(SmArrayInNode, PollingGroupStartsAtTheFirstPollAfterTheOpFinishes) {
+  const FlagRun r = run_flag_schedule(ReleaseKind::kPoll);
+  if (r.gemm_end == 0) GTEST_SKIP() << "one simulation per process: run through ctest";
+  const Tick interval = ns_to_ticks(r.poll.poll_interval_ns);
+  const Tick release = ceil_div(r.producer_end, interval) * interval;  // polls from the GEMM's launch at 0
+  EXPECT_EQ(r.gemm_end, release + r.second_group_alone);
+}
+
 }  // namespace
 }  // namespace moehub
