@@ -75,20 +75,27 @@ void SmArray::refresh() {
   const Tick now = now_ticks();
   engine_.update(now);
   for (auto& [id, w] : waiters_) {
-    const Tick p = engine_.predicted_end(id);
-    if (p == w.notified) continue;
-    w.done->cancel();
-    if (p != kTickMax) w.done->notify(to_sc(p > now ? p - now : 0));
-    w.notified = p;
+    if (w.waiting) notify(id, w, now);
   }
   refreshing_ = false;
 }
 
+void SmArray::notify(int kernel, Waiter& w, Tick now) {
+  const Tick p = engine_.predicted_end(kernel);
+  if (p == w.notified) return;
+  w.done->cancel();
+  if (p != kTickMax) w.done->notify(to_sc(p > now ? p - now : 0));
+  w.notified = p;
+}
+
 Tick SmArray::wait(int kernel) {
+  // a kernel's event is notified only while a thread waits for it
   Waiter& w = waiters_.at(kernel);
+  w.waiting = true;
   for (;;) {
-    const Tick p = engine_.predicted_end(kernel);
-    if (p != kTickMax && p <= now_ticks()) break;
+    const Tick now = now_ticks();
+    if (engine_.predicted_end(kernel) <= now) break;
+    notify(kernel, w, now);
     sc_core::wait(*w.done);
     ++wakeups_;
   }

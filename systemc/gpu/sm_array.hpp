@@ -10,8 +10,8 @@
 // - Communication kernels: their remote stores leave through the hub as a
 //   StoreStream, issued at a bounded rate per SM.
 //
-// SystemC cost: one event per running kernel, notified at its predicted
-// completion and moved when a launch, signal, flag or flow changes it.
+// SystemC cost: one event per kernel a thread waits for, notified at its
+// predicted completion and moved when a launch, signal, flag or flow changes it.
 #pragma once
 
 #include <systemc>
@@ -66,18 +66,20 @@ class SmArray : public sc_core::sc_module {
   std::uint64_t wakeups() const { return wakeups_; }
 
  private:
+  struct Waiter {
+    std::unique_ptr<sc_core::sc_event> done;
+    Tick notified = kTickMax;  ///< completion its event is notified for
+    bool waiting = false;      ///< a thread waits for it
+  };
   void release(int kernel, int group, Tick t);
   void refresh();
+  void notify(int kernel, Waiter& w, Tick now);
 
   GpuConfig gpu_;
   ComputeModel compute_;
   Hub* hub_;
   MemoryFlows* hbm_;
   TbEngine engine_;
-  struct Waiter {
-    std::unique_ptr<sc_core::sc_event> done;
-    Tick notified = kTickMax;
-  };
   std::map<int, Waiter> waiters_;
   std::map<int, Tick> flags_;                               ///< flags raised so far
   std::multimap<int, std::pair<int, int>> flag_waiters_;    ///< flag -> (kernel, group)
