@@ -217,12 +217,23 @@ void TbEngine::run(State& st, Tick until) const {
 }
 
 void TbEngine::update(Tick now) {
-  // polls that became known change the end of the blocks now on their SMs
+  // polls that became known change the end of the blocks now on their SMs;
+  // a poller whose polls all lie before the block on its SM and before the
+  // last commit (every block still to be dispatched starts after it) can no
+  // longer stretch anything
   for (int s = 0; s < num_sms_; ++s) {
     SmState& sm = committed_.sms[static_cast<std::size_t>(s)];
+    auto& ps = pollers_on_sm_[static_cast<std::size_t>(s)];
+    ps.erase(std::remove_if(ps.begin(), ps.end(),
+                            [&](int i) {
+                              const Tick last = pollers_[static_cast<std::size_t>(i)].last;
+                              return last < committed_until_ && (sm.kernel < 0 || last < sm.work_start);
+                            }),
+             ps.end());
     if (sm.kernel >= 0) sm.free = finish(s, sm.work_start, sm.work);
   }
   run(committed_, now);
+  committed_until_ = std::max(committed_until_, now);
   predicted_ = committed_;
   run(predicted_, kTickMax);
   for (const SmState& sm : predicted_.sms) {

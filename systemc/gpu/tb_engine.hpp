@@ -156,6 +156,7 @@ class TbEngine {
   std::vector<Poller> pollers_;
   std::vector<std::vector<int>> pollers_on_sm_;
   State committed_;
+  Tick committed_until_ = 0;  ///< decisions before it are final
   State predicted_;
   int next_id_ = 0;
   bool updating_ = false;
