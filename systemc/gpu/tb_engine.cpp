@@ -29,6 +29,7 @@ KernelSpec gemm_kernel(const ComputeModel& model, int total_sms, const std::vect
   k.groups = split_groups(model.tiles(shapes), groups);
   const KernelCost c = model.grouped_gemm(shapes, k.num_sms);
   k.hbm_bytes = c.hbm_bytes;
+  k.flops = c.flops;
   // bytes per picosecond -> GB/s; half a picosecond of slack keeps the
   // rounded-up transfer time of the paced flow at the makespan
   const double span_ps = static_cast<double>(c.compute_makespan) - 0.5;
@@ -79,6 +80,7 @@ int TbEngine::launch(KernelSpec spec, Tick now) {
   k.release.assign(G, kTickMax);
   k.poller.assign(G, -1);
   Cursor& c = committed_.cursors[id];
+  c.kernel = &k;
   c.next.assign(G, 0);
   c.first_start.assign(G, kTickMax);
   int polling = 0;
@@ -108,6 +110,7 @@ int TbEngine::launch(KernelSpec spec, Tick now) {
     }
   }
   while (c.open < G && k.spec.groups[c.open].blocks.empty()) ++c.open;
+  dirty_ = dirty_ || G > 0;
   if (k.spec.hbm_bytes > 0) start_flow(id, k.spec.hbm_bytes, k.spec.hbm_max_gbps, now);
   return id;
 }
@@ -130,7 +133,9 @@ void TbEngine::signal(int id, int group, Tick t, Tick now) {
   Kernel& k = kernel(id);
   const auto g = static_cast<std::size_t>(group);
   if (group < 0 || g >= k.release.size()) throw std::invalid_argument("signal for a group the kernel does not have");
-  if (k.release[g] == kTickMax) k.release[g] = std::max(t, now);
+  if (k.release[g] != kTickMax) return;
+  k.release[g] = std::max(t, now);
+  dirty_ = true;
 }
 
 void TbEngine::set_flag(int id, int group, Tick t, Tick now) {
@@ -147,6 +152,7 @@ void TbEngine::set_flag(int id, int group, Tick t, Tick now) {
   const Tick n = t <= p.first ? 0 : (t - p.first + p.interval - 1) / p.interval;
   p.last = p.first + n * p.interval;
   k.release[g] = p.last;
+  dirty_ = true;
   if (k.spec.poll.bytes > 0) start_flow(id, static_cast<double>(n + 1) * k.spec.poll.bytes, 0, now);
 }
 
@@ -177,16 +183,18 @@ void TbEngine::run(State& st, Tick until) const {
     heap.pop();
     // the first released block, in launch order, of a kernel that may use SM s
     int best = -1;
+    Cursor* bc = nullptr;
     std::size_t bg = 0;
     Tick next_release = kTickMax;
     for (auto& [id, c] : st.cursors) {
       if (c.left == 0) continue;
-      const Kernel& k = kernel(id);
+      const Kernel& k = *c.kernel;
       if (s < k.spec.first_sm || s >= k.spec.first_sm + k.spec.num_sms) continue;
       for (std::size_t g = c.open; g < k.spec.groups.size(); ++g) {
         if (c.next[g] >= k.spec.groups[g].blocks.size()) continue;
         if (k.release[g] <= t) {
           best = id;
+          bc = &c;
           bg = g;
           break;
         }
@@ -199,8 +207,8 @@ void TbEngine::run(State& st, Tick until) const {
       if (next_release != kTickMax) heap.push({next_release, s});
       continue;
     }
-    const Kernel& k = kernel(best);
-    Cursor& c = st.cursors[best];
+    const Kernel& k = *bc->kernel;
+    Cursor& c = *bc;
     SmState& sm = st.sms[static_cast<std::size_t>(s)];
     if (sm.kernel >= 0) {
       const auto prev = st.cursors.find(sm.kernel);
@@ -217,6 +225,26 @@ void TbEngine::run(State& st, Tick until) const {
 }
 
 void TbEngine::update(Tick now) {
+  // without new blocks, releases or polls the prediction stands (committing
+  // it later gives the same decisions); only flows may have completed
+  if (dirty_) predict(now);
+  dirty_ = false;
+  for (auto& [id, k] : kernels_) {
+    const auto c = predicted_.cursors.find(id);
+    const bool blocks_left = c != predicted_.cursors.end() && c->second.left > 0;
+    k.predicted = kTickMax;
+    if (blocks_left || k.flows_pending > 0) continue;
+    Tick end = std::max({k.launch, k.flows_done, c != predicted_.cursors.end() ? c->second.ended : Tick{0}});
+    bool known = true;
+    for (const Tick r : k.release) {
+      known = known && r != kTickMax;
+      if (r != kTickMax) end = std::max(end, r);
+    }
+    if (known) k.predicted = end;
+  }
+}
+
+void TbEngine::predict(Tick now) {
   // polls that became known change the end of the blocks now on their SMs;
   // a poller whose polls all lie before the block on its SM and before the
   // last commit (every block still to be dispatched starts after it) can no
@@ -239,18 +267,6 @@ void TbEngine::update(Tick now) {
   for (const SmState& sm : predicted_.sms) {
     const auto c = predicted_.cursors.find(sm.kernel);
     if (c != predicted_.cursors.end()) c->second.ended = std::max(c->second.ended, sm.free);
-  }
-  for (auto& [id, k] : kernels_) {
-    const Cursor& c = predicted_.cursors.at(id);
-    k.predicted = kTickMax;
-    if (c.left > 0 || k.flows_pending > 0) continue;
-    Tick end = std::max({k.launch, c.ended, k.flows_done});
-    bool known = true;
-    for (const Tick r : k.release) {
-      known = known && r != kTickMax;
-      if (r != kTickMax) end = std::max(end, r);
-    }
-    if (known) k.predicted = end;
   }
 }
 

@@ -64,6 +64,7 @@ struct KernelSpec {
   PollCost poll;
   double hbm_bytes = 0;     ///< the kernel's HBM traffic, one flow from its launch
   double hbm_max_gbps = 0;  ///< pacing of that flow (<= 0: as fast as HBM serves it)
+  double flops = 0;         ///< useful floating-point operations (reported, not timed)
 };
 
 /// Splits `tiles` into `groups` contiguous groups of near-equal block count
@@ -133,6 +134,7 @@ class TbEngine {
     int kernel = -1;
   };
   struct Cursor {
+    const Kernel* kernel = nullptr;  ///< the kernel it walks (std::map nodes stay put)
     std::vector<std::size_t> next;  ///< per group: next block to dispatch
     std::vector<Tick> first_start;  ///< per group
     std::size_t open = 0;           ///< first group with blocks left
@@ -144,6 +146,7 @@ class TbEngine {
     std::map<int, Cursor> cursors;
   };
 
+  void predict(Tick now);
   Tick finish(int sm, Tick start, Tick work) const;
   void run(State& st, Tick until) const;
   void start_flow(int id, double bytes, double max_gbps, Tick start);
@@ -160,6 +163,7 @@ class TbEngine {
   State predicted_;
   int next_id_ = 0;
   bool updating_ = false;
+  bool dirty_ = false;  ///< something the prediction depends on changed
   std::function<void()> on_flow_done_;
 };
 

@@ -190,7 +190,6 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
   SmArray& sm = *sms_[gi];
   switch (op.kind) {
     case OpKind::kGemm: {
-      const KernelCost c = sm.gemm(op.gemms);
       KernelSpec k = sm.gemm_kernel(op.gemms, op.groups, op.first_sm, op.num_sms);
       k.name = op.name;
       std::vector<int> flags;
@@ -204,8 +203,8 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
         k.poll = {ns_to_ticks(op.poll.poll_interval_ns), ns_to_ticks(op.poll.poll_sm_ns), op.poll.poll_bytes};
       }
       r.kind = "gemm";
-      r.flops = c.flops;
-      r.bytes = c.hbm_bytes;
+      r.flops = k.flops;
+      r.bytes = k.hbm_bytes;
       sm.wait(sm.launch(std::move(k), flags));
       break;
     }
