@@ -90,7 +90,8 @@ class TbEngine {
   /// The flag a polling group polls is set at `t`: the group is released at
   /// the first poll at or after t, and its polls' HBM traffic is issued.
   void set_flag(int kernel, int group, Tick t, Tick now);
-  /// Commits the decisions before `now` and predicts the rest.
+  /// Commits the decisions before `now` and predicts the rest (the schedule
+  /// is recomputed only after a launch with blocks, a release or a flag).
   void update(Tick now);
 
   /// Predicted completion of a kernel (kTickMax while it depends on a
