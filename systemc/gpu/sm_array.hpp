@@ -49,7 +49,8 @@ class SmArray : public sc_core::sc_module {
   /// Releases a signal-released group at `t` (>= now; a signal may arrive ahead of its time).
   void signal(int kernel, int group, Tick t);
   /// Flag `flag` of this GPU is set at `t` (>= now): releases the groups that
-  /// wait for it, now and in kernels launched later.
+  /// wait for it, now and in kernels launched later. A flag is set once (a
+  /// second call is ignored).
   void raise_flag(int flag, Tick t);
   /// Waits, in the calling thread, until the kernel completes; returns that time.
   Tick wait(int kernel);
