@@ -19,11 +19,13 @@ double ComputeModel::efficiency(const GemmShape& g) const {
          f(static_cast<double>(g.n), gpu_.gemm.n_half) * f(static_cast<double>(g.k), gpu_.gemm.k_half);
 }
 
-KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups) const {
-  KernelCost cost;
-  // list schedule of thread blocks over SMs: a min-heap of SM free times
-  std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>> sms;
-  for (int i = 0; i < gpu_.num_sms; ++i) sms.push(0);
+Tick ComputeModel::tile_ticks(const GemmShape& g, std::int64_t rows, std::int64_t cols, double eff) const {
+  const double flops = 2.0 * static_cast<double>(rows * cols) * static_cast<double>(g.k);
+  return static_cast<Tick>(std::ceil(flops / (per_sm_flops_per_tick_ * eff)));
+}
+
+std::vector<Tick> ComputeModel::tiles(const std::vector<GemmShape>& groups) const {
+  std::vector<Tick> out;
   const auto tm = static_cast<std::int64_t>(gpu_.gemm_tile_m);
   const auto tn = static_cast<std::int64_t>(gpu_.gemm_tile_n);
   for (const auto& g : groups) {
@@ -32,31 +34,43 @@ KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups) cons
     // edge tiles hold fewer rows/columns; the efficiency curve carries the
     // cost of small shapes, so a tile's time follows its own size
     const std::int64_t mt = ceil_div(g.m, tm), nt = ceil_div(g.n, tn);
-    const std::int64_t tiles = mt * nt;
     for (std::int64_t i = 0; i < mt; ++i) {
       const std::int64_t rows = std::min(tm, g.m - i * tm);
-      for (std::int64_t j = 0; j < nt; ++j) {
-        const std::int64_t cols = std::min(tn, g.n - j * tn);
-        const double flops = 2.0 * static_cast<double>(rows * cols) * static_cast<double>(g.k);
-        const auto ticks = static_cast<Tick>(std::ceil(flops / (per_sm_flops_per_tick_ * eff)));
-        const Tick free_at = sms.top();
-        sms.pop();
-        sms.push(free_at + ticks);
-      }
+      for (std::int64_t j = 0; j < nt; ++j) out.push_back(tile_ticks(g, rows, std::min(tn, g.n - j * tn), eff));
     }
-    cost.thread_blocks += tiles;
+  }
+  return out;
+}
+
+KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups) const {
+  return grouped_gemm(groups, gpu_.num_sms);
+}
+
+KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups, int num_sms) const {
+  KernelCost cost;
+  for (const auto& g : groups) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
     cost.flops += 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
     cost.hbm_bytes += static_cast<double>(dtype_bytes_) *
                       static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n);
   }
+  // list schedule of thread blocks over SMs: a min-heap of SM free times
+  std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>> sms;
+  for (int i = 0; i < std::max(1, num_sms); ++i) sms.push(0);
+  const std::vector<Tick> blocks = tiles(groups);
+  for (const Tick ticks : blocks) {
+    const Tick free_at = sms.top();
+    sms.pop();
+    sms.push(free_at + ticks);
+  }
+  cost.thread_blocks = static_cast<std::int64_t>(blocks.size());
   Tick makespan = 0;
   while (!sms.empty()) {
     makespan = std::max(makespan, sms.top());
     sms.pop();
   }
   cost.compute_makespan = makespan;
-  const auto mem = static_cast<Tick>(std::ceil(cost.hbm_bytes / hbm_bytes_per_tick_));
-  cost.duration = std::max(makespan, mem);
+  cost.duration = std::max(makespan, memory_bound(cost.hbm_bytes));
   return cost;
 }
 

@@ -40,10 +40,18 @@ class ComputeModel {
   double efficiency(const GemmShape& g) const;
   /// A grouped GEMM (one group per expert; empty groups cost nothing).
   KernelCost grouped_gemm(const std::vector<GemmShape>& groups) const;
+  /// The same on `num_sms` SMs.
+  KernelCost grouped_gemm(const std::vector<GemmShape>& groups, int num_sms) const;
+  /// The time of every thread block (output tile) of a grouped GEMM on one
+  /// SM, in launch order (group by group, row of tiles by row of tiles): the
+  /// numbers grouped_gemm list-schedules and the thread-block engine runs.
+  std::vector<Tick> tiles(const std::vector<GemmShape>& groups) const;
   /// A streaming kernel that reads and writes `bytes` in total.
   Tick memory_bound(double bytes) const;
 
  private:
+  Tick tile_ticks(const GemmShape& g, std::int64_t rows, std::int64_t cols, double eff) const;
+
   GpuConfig gpu_;
   int dtype_bytes_;
   double per_sm_flops_per_tick_;

@@ -11,14 +11,13 @@ namespace moehub {
 Hbm::Hbm(const sc_core::sc_module_name& name, double bw_gbps, double latency_ns, std::uint32_t slice_bytes,
          Tick quantum)
     : TlmBlock(name),
-      in("in", 2),
       server_(std::string(this->name()), bw_gbps, ns_to_ticks(latency_ns)),
       latency_(ns_to_ticks(latency_ns)),
       slice_bytes_(static_cast<double>(std::max<std::uint32_t>(1, slice_bytes))),
       // a request is served at most one period after its ready time; its
       // completion (served + latency) is then still in the future
       quantum_(std::max<Tick>(1, std::min(quantum, latency_))) {
-  for (auto& s : in) s.bind(*this);
+  in.bind(*this);
   SC_METHOD(drain);
   sensitive << wake_ev_;
   dont_initialize();
@@ -76,16 +75,8 @@ tlm::tlm_sync_enum Hbm::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   return tlm::TLM_ACCEPTED;
 }
 
-void Hbm::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-  // a streaming kernel: a flow at full rate, and the caller waits for it
-  sc_core::sc_event done_ev;
-  const Tick start = now_ticks() + to_ticks(delay);
-  start_flow(static_cast<double>(gp.get_data_length()), 0, start, [&done_ev](Tick t) {
-    done_ev.notify(to_sc(t - now_ticks()));
-  });
-  sc_core::wait(done_ev);
-  delay = sc_core::SC_ZERO_TIME;
-  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+void Hbm::b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) {
+  throw std::logic_error(std::string(name()) + ": HBM is non-blocking (nb_transport_fw; kernels use start_flow)");
 }
 
 void Hbm::drain() {
@@ -110,7 +101,7 @@ void Hbm::drain() {
       r.gp->set_response_status(tlm::TLM_OK_RESPONSE);
       tlm::tlm_phase phase = tlm::BEGIN_RESP;
       sc_core::sc_time d = to_sc(slot.done - now);
-      in[0]->nb_transport_bw(*r.gp, phase, d);
+      in->nb_transport_bw(*r.gp, phase, d);
     } else {
       ++slices_;
       flow_bytes_ += r.bytes;

@@ -17,8 +17,6 @@
 // submission), from one SystemC method that wakes at most once per drain
 // period. The period is bounded by the access latency, so every completion is
 // known before its time comes.
-// SmArray's blocking socket (b_transport) runs a flow at full rate and
-// returns when it is complete.
 #pragma once
 
 #include <systemc>
@@ -37,7 +35,7 @@ namespace moehub {
 
 class Hbm : public TlmBlock, public MemoryFlows {
  public:
-  sc_core::sc_vector<tlm::tlm_target_socket<>> in;  ///< [0]: xbar2hbm (non-blocking); [1]: sm2hbm (blocking)
+  tlm::tlm_target_socket<> in{"in"};  ///< xbar2hbm (non-blocking)
 
   SC_HAS_PROCESS(Hbm);
   Hbm(const sc_core::sc_module_name& name, double bw_gbps, double latency_ns, std::uint32_t slice_bytes,
@@ -47,7 +45,7 @@ class Hbm : public TlmBlock, public MemoryFlows {
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay) override;
-  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
+  void b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) override;
 
   const BandwidthServer& server() const { return server_; }
   BandwidthServer& server() { return server_; }

@@ -41,14 +41,14 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   for (int g = 0; g < G; ++g) {
     const std::string gs = "gpu" + std::to_string(g);
     hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, scoreboard_.get()));
-    sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get()));
     xbar_.push_back(std::make_unique<Crossbar>((gs + "_xbar").c_str(), sys.gpu.xbar_bw_gbps, sys.gpu.xbar_latency_ns));
     hbm_.push_back(std::make_unique<Hbm>((gs + "_hbm").c_str(), sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
                                          sys.gpu.hbm_latency_ns, static_cast<std::uint32_t>(sys.sim.hbm_slice_bytes),
                                          quantum));
+    sms_.push_back(std::make_unique<SmArray>((gs + "_sm").c_str(), sys.gpu, model.dtype_bytes, hubs_.back().get(),
+                                             hbm_.back().get()));
     hubs_.back()->hub2xbar.bind(xbar_.back()->in);
-    xbar_.back()->out.bind(hbm_.back()->in[0]);
-    sms_.back()->sm2hbm.bind(hbm_.back()->in[1]);
+    xbar_.back()->out.bind(hbm_.back()->in);
     hubs_.back()->set_memory(hbm_.back().get());
     hub_ptrs.push_back(hubs_.back().get());
     sm_ptrs.push_back(sms_.back().get());
@@ -227,18 +227,28 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
   SmArray& sm = *sms_[gi];
   switch (op.kind) {
     case OpKind::kGemm: {
-      const KernelCost c = sm.gemm(op.gemms);
+      KernelSpec k = sm.gemm_kernel(op.gemms, op.groups, op.first_sm, op.num_sms);
+      k.name = op.name;
+      std::vector<int> flags;
+      if (op.release != ReleaseKind::kLaunch) {
+        const GroupRelease how = op.release == ReleaseKind::kPoll ? GroupRelease::kPoll : GroupRelease::kSignal;
+        for (std::size_t i = 0; i < k.groups.size(); ++i) {
+          const int f = i < op.release_flags.size() ? op.release_flags[i] : -1;
+          if (f >= 0) k.groups[i].release = how;
+          flags.push_back(f);
+        }
+        k.poll = {ns_to_ticks(op.poll.poll_interval_ns), ns_to_ticks(op.poll.poll_sm_ns), op.poll.poll_bytes};
+      }
       r.kind = "gemm";
-      r.flops = c.flops;
-      r.bytes = c.hbm_bytes;
-      sc_core::wait(to_sc(c.duration));
+      r.flops = k.flops;
+      r.bytes = k.hbm_bytes;
+      sm.wait(sm.launch(std::move(k), flags));
       break;
     }
     case OpKind::kMemory: {
       r.kind = "memory";
       r.bytes = op.bytes;
-      const Tick done = sm.memory_kernel(op.bytes, true);
-      sc_core::wait(to_sc(done - now_ticks()));
+      sm.wait(sm.launch(SmArray::memory_kernel(op.bytes)));
       break;
     }
     case OpKind::kAllToAll: {
@@ -256,6 +266,7 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
     case OpKind::kHostSync:
       break;
   }
+  if (op.sets_flag >= 0) sm.raise_flag(op.sets_flag, now_ticks());
 }
 
 }  // namespace moehub

@@ -30,6 +30,7 @@
 #include "gpu/crossbar.hpp"
 #include "gpu/hbm.hpp"
 #include "gpu/hub.hpp"
+#include "gpu/memory_flows.hpp"
 #include "gpu/sm_array.hpp"
 #include "platform/address_map.hpp"
 #include "platform/collectives.hpp"

@@ -15,6 +15,21 @@
 
 namespace moehub {
 
+/// A kernel's loop that polls a flag in memory before a group of its thread
+/// blocks may start (software: the kernel's code decides these figures).
+struct PollParams {
+  /// Assumption: a poll loop with a short back-off (__nanosleep) re-reads the
+  /// flag about once a microsecond; not measured here.
+  double poll_interval_ns = 1000;
+  /// Assumption: one poll (a volatile load that misses L1 plus the loop
+  /// around it) keeps its SM busy for about one L2 round trip, ~100 ns;
+  /// not measured here.
+  double poll_sm_ns = 100;
+  /// Assumption: a poll reads one 32-byte sector of the flag's line and the
+  /// read reaches HBM (the flag is written by another agent); not measured.
+  double poll_bytes = 32;
+};
+
 /// Software parameters of a schedule (they belong to the library being
 /// modelled, not to the hardware).
 struct ScheduleOptions {
@@ -33,6 +48,15 @@ struct ScheduleOptions {
   /// gradient partitions as in RelayMoE Table 2). Each in {1, 2, 4, 8}.
   int ring_accum_bytes = plan::MoeProblem{}.accum_bytes;
   int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
+  /// Polling loops of kernels whose groups wait for a flag.
+  PollParams poll;
+};
+
+/// When the thread-block groups of a GEMM op may start.
+enum class ReleaseKind {
+  kLaunch,  ///< every group with the kernel
+  kSignal,  ///< group g when flag release_flags[g] is set (hardware signal, no SM cost)
+  kPoll,    ///< group g at the first poll of flag release_flags[g] at or after it is set
 };
 
 enum class OpKind {
@@ -57,6 +81,24 @@ struct Op {
   /// Ops of the same GPU (indices into its list) that must have finished
   /// before this one starts, as CUDA events between streams express it.
   std::vector<int> after;
+  /// SMs the kernel runs on: [first_sm, first_sm + num_sms) (num_sms 0: to
+  /// the last SM). Kernels whose SM sets overlap queue for the shared SMs in
+  /// launch order.
+  int first_sm = 0;
+  int num_sms = 0;
+  /// kGemm: thread-block groups the tiles split into (contiguous, near-equal).
+  int groups = 1;
+  /// kGemm: how the groups are released.
+  ReleaseKind release = ReleaseKind::kLaunch;
+  /// kGemm with kSignal/kPoll: per group the flag (of this GPU) that releases
+  /// it; a group without an entry, or with -1, starts at launch.
+  std::vector<int> release_flags;
+  /// kPoll: the polling loop's costs.
+  PollParams poll;
+  /// When the op finishes it sets this flag of its GPU (-1: none), so that
+  /// "group g of kernel B starts when op A finishes" is A.sets_flag = f,
+  /// B.release_flags[g] = f.
+  int sets_flag = -1;
 };
 
 /// One all-to-all: which rows go from every GPU to every other.
