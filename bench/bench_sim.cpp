@@ -1,12 +1,15 @@
 // moehub-bench-sim: simulator speed on the default job.
 //
 // Runs the default configuration (DGX-H800-like node, Mixtral-8x7B, 8192
-// tokens, megatron schedule) at packet granularity, and the same job at row
-// granularity, each several times in a fresh process (SystemC elaborates once
-// per process), and prints the wall time of the simulation and the simulated
-// NVLink packets per wall-clock second (median of the repetitions): data
-// packets, and all packets (every data packet is answered by a one-flit
-// write-response packet that crosses the fabric the other way).
+// tokens, megatron schedule) at packet granularity, the same job at row
+// granularity, and the default ring-expert job (its bulk transfers at
+// sim.bulk_granularity), each several times in a fresh process (SystemC
+// elaborates once per process), and prints the wall time of the simulation
+// and the simulated NVLink packets per wall-clock second (median of the
+// repetitions): data packets, and all packets (data packets plus the one-flit
+// write-response packets that cross the fabric the other way, counted on the
+// GPU-to-switch ports). To compare with an older build in one run, see
+// scripts/bench-compare.sh.
 //
 //   moehub-bench-sim [repetitions] [tokens]
 #include <sys/wait.h>
@@ -26,6 +29,7 @@ namespace {
 struct Sample {
   double wall_s = 0;
   double packets = 0;
+  double all_packets = 0;
   double layer_us = 0;
 };
 
@@ -38,7 +42,8 @@ bool run_child(const moehub::RunRequest& req, Sample& out) {
   if (pid == 0) {
     close(fd[0]);
     const auto r = moehub::simulate(req);
-    Sample s{r.wall_seconds, static_cast<double>(r.fabric_packets), r.results["layer_time_us"].get<double>()};
+    Sample s{r.wall_seconds, static_cast<double>(r.fabric_packets), static_cast<double>(r.fabric_all_packets),
+             r.results["layer_time_us"].get<double>()};
     const bool ok = r.check_errors.empty() && write(fd[1], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
     _exit(ok ? 0 : 1);
   }
@@ -67,26 +72,34 @@ int main(int argc, char** argv) {
   base.schedule = "megatron";
   base.timeline = false;
 
-  std::printf("moehub-bench-sim: %s, %s, %ld tokens, megatron, %d repetitions each (median)\n",
+  std::printf("moehub-bench-sim: %s, %s, %ld tokens, %d repetitions each (median; ring-expert once)\n",
               base.system.name.c_str(), base.model.name.c_str(), tokens, reps);
-  std::printf("%-12s %9s %11s %14s %14s %14s %18s\n", "granularity", "wall_s", "layer_us", "data_packets",
+  std::printf("%-22s %9s %11s %14s %14s %14s %18s\n", "job", "wall_s", "layer_us", "data_packets",
               "all_packets", "data_pkts_per_s", "all_pkts_per_s");
-  for (const char* g : {"packet", "row"}) {
+  struct Job {
+    const char* name;
+    const char* schedule;
+    const char* granularity;
+    int reps;
+  };
+  for (const Job& job : {Job{"megatron, packet", "megatron", "packet", reps}, Job{"megatron, row", "megatron", "row", reps},
+                         Job{"ring-expert, default", "ring-expert", nullptr, 1}}) {
     moehub::RunRequest req = base;
-    req.system.sim.granularity = g;
+    req.schedule = job.schedule;
+    if (job.granularity) req.system.sim.granularity = job.granularity;
     std::vector<double> wall, rate, all_rate;
     Sample s;
-    for (int i = 0; i < reps; ++i) {
+    for (int i = 0; i < job.reps; ++i) {
       if (!run_child(req, s)) {
         std::fprintf(stderr, "moehub-bench-sim: a run failed\n");
         return 1;
       }
       wall.push_back(s.wall_s);
       rate.push_back(s.packets / s.wall_s);
-      all_rate.push_back(2 * s.packets / s.wall_s);
+      all_rate.push_back(s.all_packets / s.wall_s);
     }
-    std::printf("%-12s %9.3f %11.2f %14.0f %14.0f %14.3g %18.3g\n", g, median(wall), s.layer_us, s.packets,
-                2 * s.packets, median(rate), median(all_rate));
+    std::printf("%-22s %9.3f %11.2f %14.0f %14.0f %14.3g %18.3g\n", job.name, median(wall), s.layer_us, s.packets,
+                s.all_packets, median(rate), median(all_rate));
   }
   return 0;
 }

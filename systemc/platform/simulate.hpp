@@ -50,6 +50,7 @@ struct RunOutput {
   double wall_seconds = 0;             ///< host time of the SystemC run
   std::uint64_t fabric_transactions = 0;  ///< TLM transactions through the NVLink fabric
   std::uint64_t fabric_packets = 0;       ///< NVLink data packets they stand for
+  std::uint64_t fabric_all_packets = 0;   ///< data packets plus write-response packets
 };
 
 /// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
