@@ -85,4 +85,53 @@ void StoreStream::pop(Tick taken) {
   head_valid_ = false;
 }
 
+KernelStoreSource::KernelStoreSource(std::int32_t src_gpu, std::uint64_t transfer, std::vector<KernelRow> rows,
+                                     PacketFormat fmt, std::uint32_t packets_per_transaction, double issue_gbps,
+                                     Tick start, Tick sm_to_hub)
+    : src_gpu_(src_gpu),
+      transfer_(transfer),
+      rows_(std::move(rows)),
+      chunk_bytes_(std::max<std::uint32_t>(1, packets_per_transaction) * fmt.max_payload_bytes),
+      issue_gbps_(issue_gbps),
+      clock_(start),
+      sm_to_hub_(sm_to_hub) {
+  for (const auto& r : rows_) {
+    if (r.bytes == 0) throw std::invalid_argument("KernelStoreSource: a row of 0 bytes");
+  }
+}
+
+const SourceStore& KernelStoreSource::head() {
+  if (head_valid_) return head_;
+  const KernelRow& r = rows_[next_];
+  golden::StoreRequest& s = head_.store;
+  s = golden::StoreRequest{};
+  s.op = r.op;
+  s.src_gpu = src_gpu_;
+  s.dst_gpu = r.dst;
+  s.row_id = r.row_id;
+  s.row_offset = offset_;
+  s.bytes = std::min(chunk_bytes_, r.bytes - offset_);
+  s.address = r.op == golden::Opcode::kStore || r.op == golden::Opcode::kFlagWrite ? r.address + offset_ : 0;
+  s.malloc_id = r.malloc_id;
+  s.priority = r.priority;
+  s.mask = s.bytes <= golden::kLineBytes && offset_ % golden::kLineBytes + s.bytes <= golden::kLineBytes
+               ? golden::ByteMask::range(offset_ % golden::kLineBytes, s.bytes)
+               : golden::ByteMask::range(0, golden::kLineBytes);
+  s.tag = transfer_;
+  head_.issue = std::max(clock_, r.ready) + transfer_ticks(s.bytes, issue_gbps_);
+  head_valid_ = true;
+  return head_;
+}
+
+void KernelStoreSource::pop(Tick taken) {
+  head();
+  clock_ = std::max(head_.issue, taken > sm_to_hub_ ? taken - sm_to_hub_ : 0);
+  offset_ += head_.store.bytes;
+  if (offset_ >= rows_[next_].bytes) {
+    offset_ = 0;
+    ++next_;
+  }
+  head_valid_ = false;
+}
+
 }  // namespace moehub

@@ -127,4 +127,45 @@ class StoreStream : public StoreSource {
   SourceStore head_;
 };
 
+/// One row a kernel stores to a peer, in the kernel's order.
+struct KernelRow {
+  std::int32_t dst = 0;
+  std::int64_t row_id = 0;
+  std::uint64_t address = 0;   ///< destination address of the row's first byte (plain stores)
+  std::uint32_t bytes = 0;
+  Tick ready = 0;              ///< when the kernel has the row (e.g. its token's expert is known)
+  golden::Opcode op = golden::Opcode::kStore;
+  bool priority = true;
+  std::uint32_t malloc_id = 0;  ///< row stores: the consumer's region
+};
+
+/// The stores of a kernel that writes rows in its own order and at its own
+/// times (a routing kernel's thread blocks storing each token as soon as its
+/// expert is known, say): row i is issued no earlier than its ready time and
+/// after row i-1, packet by packet at the kernel's store rate. No interleaving
+/// across peers is added: smoothing traffic over peers is the hub's job (its
+/// packet manager), not the kernel's.
+class KernelStoreSource : public StoreSource {
+ public:
+  KernelStoreSource(std::int32_t src_gpu, std::uint64_t transfer, std::vector<KernelRow> rows, PacketFormat fmt,
+                    std::uint32_t packets_per_transaction, double issue_gbps, Tick start, Tick sm_to_hub);
+  bool has_head() const override { return next_ < rows_.size(); }
+  const SourceStore& head() override;
+  void pop(Tick taken) override;
+  bool finished() const override { return next_ >= rows_.size(); }
+
+ private:
+  std::int32_t src_gpu_;
+  std::uint64_t transfer_;
+  std::vector<KernelRow> rows_;
+  std::uint32_t chunk_bytes_;
+  double issue_gbps_;
+  Tick clock_;
+  Tick sm_to_hub_;
+  std::size_t next_ = 0;
+  std::uint32_t offset_ = 0;
+  bool head_valid_ = false;
+  SourceStore head_;
+};
+
 }  // namespace moehub

@@ -123,6 +123,31 @@ TEST(StoreStream, BackPressureDelaysLaterStores) {
   EXPECT_EQ(s.head().issue, 100000u - sm_to_hub + 2000u);
 }
 
+// A kernel's stores come in the kernel's order (no interleaving over peers),
+// each row no earlier than its ready time, and a late take delays the rest.
+TEST(KernelStoreSource, KernelOrderReadyTimesAndBackPressure) {
+  std::vector<KernelRow> rows;
+  rows.push_back({2, 7, 0x1000, 256, 0});
+  rows.push_back({1, 3, 0x2000, 128, 50000});  // ready at 50 ns
+  rows.push_back({2, 9, 0x3000, 100, 0});
+  KernelStoreSource k(0, 4, rows, PacketFormat{16, 128, 1}, 1, 64, 0, 1000);  // 64 B/ns
+  std::vector<std::pair<int, std::uint64_t>> seen;
+  std::vector<Tick> issue;
+  while (k.has_head()) {
+    const SourceStore h = k.head();
+    seen.emplace_back(h.store.dst_gpu, h.store.address);
+    issue.push_back(h.issue);
+    EXPECT_EQ(h.store.tag, 4u);
+    k.pop(seen.size() == 3 ? 200000 : h.issue + 1000);  // the third store is taken late
+  }
+  EXPECT_TRUE(k.finished());
+  EXPECT_EQ(seen, (std::vector<std::pair<int, std::uint64_t>>{{2, 0x1000}, {2, 0x1080}, {1, 0x2000}, {2, 0x3000}}));
+  EXPECT_EQ(issue[0], 2000u);
+  EXPECT_EQ(issue[1], 4000u);
+  EXPECT_EQ(issue[2], 50000u + 2000u);          // not before its row was ready
+  EXPECT_EQ(issue[3], 200000u - 1000u + 1563u);  // after the late take (100 B at 64 B/ns)
+}
+
 GpuConfig gpu() {
   GpuConfig g;
   g.num_sms = 4;
