@@ -65,20 +65,27 @@ module moehub_apt #(
     end
   end
 
-  // Allocation (combinational) and next state.
+  // Allocation answer (combinational).
   always_comb begin
-    valid_d     = valid_q;
-    ptr_d       = ptr_q;
-    cap_d       = cap_q;
     alloc_ok_o  = 1'b0;
     alloc_row_o = '0;
     for (int unsigned r = 0; r < Regions; r++) begin
       if (RegionIdxWidth'(r) == alloc_region_i) begin
         alloc_row_o = ptr_q[r*PtrWidth +: RowIdWidth];
         alloc_ok_o  = !cfg_valid_i && valid_q[r] && !region_full_o[r];
-        if (alloc_i && alloc_ok_o) begin
-          ptr_d[r*PtrWidth +: PtrWidth] = ptr_q[r*PtrWidth +: PtrWidth] + PtrWidth'(1);
-        end
+      end
+    end
+  end
+
+  // Next state: the pointer steps on a successful allocation; configuration
+  // resets it.
+  always_comb begin
+    valid_d = valid_q;
+    ptr_d   = ptr_q;
+    cap_d   = cap_q;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      if (alloc_i && alloc_ok_o && RegionIdxWidth'(r) == alloc_region_i) begin
+        ptr_d[r*PtrWidth +: PtrWidth] = ptr_q[r*PtrWidth +: PtrWidth] + PtrWidth'(1);
       end
       if (cfg_valid_i && RegionIdxWidth'(r) == cfg_region_i) begin
         valid_d[r]                    = !cfg_flush_i;
