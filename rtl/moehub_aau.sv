@@ -13,7 +13,8 @@
 // asks the spill area in device memory (restore channel); a found mapping is
 // filled back into the RAT, otherwise a new row is allocated. A fill that
 // evicts an entry sends it out on the spill channel first. The memory side
-// must order a restore after the spills issued before it.
+// must order a restore after the spills issued before it, and software
+// clears a region's spill area when it flushes or re-registers the region.
 //
 // Channels (valid/ready): cfg (register or flush a region), req -> rsp
 // (one outstanding response register, so one request per cycle while rsp
@@ -271,7 +272,7 @@ module moehub_aau #(
               rsp_ok_d    = region_ok && (rat_hit || apt_ok);
               rsp_hit_d   = region_ok && rat_hit;
               rsp_local_d = rat_hit ? rat_hit_local : apt_row;
-              apt_alloc   = region_ok && !rat_hit && !spilled;
+              apt_alloc   = region_ok && !rat_hit && !spilled && apt_ok;
             end else begin
               state_d = StRestoreReq;
             end
@@ -297,7 +298,7 @@ module moehub_aau #(
             rsp_hit_d      = 1'b0;
             rsp_restored_d = restore_rsp_found_i;
             rsp_local_d    = rat_fill_local;
-            apt_alloc      = !restore_rsp_found_i;
+            apt_alloc      = !restore_rsp_found_i && apt_ok;
           end
         end
       end
