@@ -20,11 +20,14 @@
 // (one outstanding response register, so one request per cycle while rsp
 // drains), spill (to memory), restore_req (to memory) -> restore_rsp.
 // Timing: hit or first arrival: the response is registered one cycle after
-// the request is taken; a restore adds the memory round trip. Register: one
-// cycle; flush: one cycle per RAT set.
+// the request is taken; a restore adds the memory round trip. The response
+// register holds (region, LocalRowID, RowOffset); the address's shift and add
+// follow it, so rsp_addr_o is combinational from registers and its user
+// registers it. Register: one cycle (after a pending response); flush: one
+// cycle per RAT set.
 //
 // Implemented: the above. Not implemented: row sizes that are not a power of
-// two, MallocIDs that name another GPU (routing is the producer's job),
+// two (a RowOffset must be below the row size), MallocIDs that name another GPU (routing is the producer's job),
 // an error code beyond rsp_ok_o = 0 (region not registered or full), a
 // per-row record of eviction (a spilled region queries memory on every miss).
 module moehub_aau #(
@@ -137,7 +140,8 @@ module moehub_aau #(
   logic                          rsp_hit_d, rsp_hit_q;
   logic                          rsp_restored_d, rsp_restored_q;
   logic [LocalRowIdWidth-1:0]    rsp_local_d, rsp_local_q;
-  logic [AddrWidth-1:0]          rsp_addr_d, rsp_addr_q;
+  logic [MallocIdWidth-1:0]      rsp_region_d, rsp_region_q;
+  logic [OffsetWidth-1:0]        rsp_offset_d, rsp_offset_q;
 
   // ---- submodules ------------------------------------------------------------
   logic                          apt_cfg_valid, apt_alloc, apt_ok;
@@ -199,8 +203,6 @@ module moehub_aau #(
 
   // ---- control -------------------------------------------------------------
   logic                          out_free, region_ok, spilled, restore_fire;
-  logic [AddrWidth-1:0]          row_base;
-  logic [5:0]                    row_shift;
   logic [OffsetWidth-1:0]        offset;
 
   assign out_free = !rsp_valid_q || rsp_ready_i;
@@ -241,7 +243,8 @@ module moehub_aau #(
     rsp_hit_d      = rsp_hit_q;
     rsp_restored_d = rsp_restored_q;
     rsp_local_d    = rsp_local_q;
-    rsp_addr_d     = rsp_addr_q;
+    rsp_region_d   = rsp_region_q;
+    rsp_offset_d   = rsp_offset_q;
 
     cfg_ready_o         = 1'b0;
     req_ready_o         = 1'b0;
@@ -255,9 +258,10 @@ module moehub_aau #(
     unique case (state_q)
       StIdle: begin
         if (cfg_valid_i) begin
-          if (cfg_flush_i) begin
+          // (after the pending response: its address reads the region's registers)
+          if (cfg_flush_i && !rsp_valid_q) begin
             state_d = StFlush;
-          end else begin
+          end else if (!rsp_valid_q) begin
             apt_cfg_valid = 1'b1;
             cfg_ready_o   = 1'b1;
             base_d[cfg_region_i*AddrWidth +: AddrWidth] = cfg_base_i;
@@ -317,10 +321,9 @@ module moehub_aau #(
     // a spill marks its region: later misses there must ask memory
     if (spill_valid_o && spill_ready_i) spilled_d[spill_malloc_o] = 1'b1;
 
-    row_base   = base_q[apt_region*AddrWidth +: AddrWidth];
-    row_shift  = shift_q[apt_region*6 +: 6];
     if (rsp_valid_d && !(rsp_valid_q && !rsp_ready_i)) begin
-      rsp_addr_d = row_base + (AddrWidth'(rsp_local_d) << row_shift) + AddrWidth'(offset);
+      rsp_region_d = apt_region;
+      rsp_offset_d = offset;
     end
   end
 
@@ -331,7 +334,12 @@ module moehub_aau #(
   assign rsp_hit_o            = rsp_hit_q;
   assign rsp_restored_o       = rsp_restored_q;
   assign rsp_local_o          = rsp_local_q;
-  assign rsp_addr_o           = rsp_addr_q;
+  // The address, from the response registers (the shift and add follow
+  // them). A RowOffset lies within its row (below 2**RowSizeLog2), so
+  // LocalRowID * RowSize + RowOffset is a bitwise OR and one adder remains.
+  logic [AddrWidth-1:0] row_addr;
+  assign row_addr   = (AddrWidth'(rsp_local_q) << shift_q[rsp_region_q*6 +: 6]) | AddrWidth'(rsp_offset_q);
+  assign rsp_addr_o = base_q[rsp_region_q*AddrWidth +: AddrWidth] + row_addr;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -347,7 +355,8 @@ module moehub_aau #(
       rsp_hit_q      <= 1'b0;
       rsp_restored_q <= 1'b0;
       rsp_local_q    <= '0;
-      rsp_addr_q     <= '0;
+      rsp_region_q   <= '0;
+      rsp_offset_q   <= '0;
     end else begin
       state_q        <= state_d;
       hold_malloc_q  <= hold_malloc_d;
@@ -361,7 +370,8 @@ module moehub_aau #(
       rsp_hit_q      <= rsp_hit_d;
       rsp_restored_q <= rsp_restored_d;
       rsp_local_q    <= rsp_local_d;
-      rsp_addr_q     <= rsp_addr_d;
+      rsp_region_q   <= rsp_region_d;
+      rsp_offset_q   <= rsp_offset_d;
     end
   end
 
@@ -369,6 +379,10 @@ module moehub_aau #(
   // An allocation only happens where the APT allows it.
   always_comb begin
     if (apt_alloc) assert (apt_ok);
+  end
+  // A RowOffset lies within its row.
+  always_comb begin
+    if (rsp_valid_q) assert ((AddrWidth'(rsp_offset_q) >> shift_q[rsp_region_q*6 +: 6]) == '0);
   end
 `endif
 
