@@ -40,9 +40,6 @@ class FlowTiny(unittest.TestCase):
             self.assertGreater(b["sequential_area_um2"], 0, b["block"])
             self.assertLess(b["sequential_area_um2"], b["area_um2"], b["block"])
             self.assertTrue(os.path.getsize(os.path.join(OUT, "tiny", b["block"], "netlist.v")) > 0)
-        # the AAU contains an APT and a RAT of the same sizes
-        area = {b["block"]: b["area_um2"] for b in self.res["blocks"]}
-        self.assertGreater(area["moehub_aau"], area["moehub_apt"] + area["moehub_rat"])
 
     def test_timing(self):
         self.assertAlmostEqual(self.res["clock_period_ps"], 1000 / 1.5, places=2)
