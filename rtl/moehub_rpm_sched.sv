@@ -7,11 +7,14 @@
 //
 // Policy, in order:
 //  1. An entry is eligible when it is valid and either full (a complete
-//     merge), or older than timeout_i cycles (timer bypass: a poorly merged
-//     entry cannot wait forever), or drain_i is set (end of a phase).
-//  2. Within a partition, priority entries go before .nop entries, then the
-//     smallest RowID, then the lowest entry index (a tournament tree, so the
-//     compare depth grows with log2(Depth)).
+//     merge), or expired: at least timeout_i cycles old (timer bypass: a
+//     poorly merged entry cannot wait forever), or its partition is full
+//     (pressure: a full partition always drains), or drain_i is set (end of
+//     a phase, or no holding of partial entries at all).
+//  2. Within a partition: expired entries first, the oldest first; then
+//     priority entries before .nop, full masks before partial ones, the
+//     smallest RowID, the oldest; then the lowest entry index (a tournament
+//     tree, so the compare depth grows with log2(Depth)).
 //  3. Across partitions, round-robin over the destinations, skipping those
 //     marked congested_i (their ports cannot take a packet now); the pointer
 //     moves past a destination when its grant is taken.
@@ -20,8 +23,8 @@
 // combinational from the inputs; the pool removes the entry when it takes it).
 //
 // Timer: an entry's age counts cycles since its slot became valid (or since
-// the last grant of that slot) and saturates; it resets when the slot is
-// invalid. Not implemented: merging (the pool's job), the entry payload,
+// the last grant of that slot) and saturates at 2**TimerWidth - 1 (older
+// entries then tie on age); it resets when the slot is invalid. Not implemented: merging (the pool's job), the entry payload,
 // several grants per cycle, weighting of destinations.
 module moehub_rpm_sched #(
   /// Number of destination partitions (peer GPUs).
@@ -74,12 +77,16 @@ module moehub_rpm_sched #(
 
   // ---- entry age (timer bypass) -------------------------------------------
   logic [Total*TimerWidth-1:0] age_d, age_q;
-  logic [Total-1:0]            eligible;
+  logic [Total-1:0]            eligible, expired;
+  logic [Dests-1:0]            part_full;
 
   always_comb begin
+    for (int unsigned d = 0; d < Dests; d++) begin
+      part_full[d] = &entry_valid_i[d*Depth +: Depth];
+    end
     for (int unsigned i = 0; i < Total; i++) begin
-      eligible[i] = entry_valid_i[i] &&
-                    (entry_full_i[i] || drain_i || age_q[i*TimerWidth +: TimerWidth] >= timeout_i);
+      expired[i]  = age_q[i*TimerWidth +: TimerWidth] >= timeout_i;
+      eligible[i] = entry_valid_i[i] && (entry_full_i[i] || expired[i] || part_full[i / Depth] || drain_i);
     end
   end
 
@@ -93,21 +100,30 @@ module moehub_rpm_sched #(
     // with Depth = 1 there is nothing to split)
     /* verilator lint_off SPLITVAR */
     logic [2*Leaves-2:0]                n_ok   /* verilator split_var */;
+    logic [2*Leaves-2:0]                n_exp  /* verilator split_var */;
     logic [2*Leaves-2:0]                n_prio /* verilator split_var */;
+    logic [2*Leaves-2:0]                n_full /* verilator split_var */;
     logic [(2*Leaves-1)*RowIdWidth-1:0] n_row  /* verilator split_var */;
+    logic [(2*Leaves-1)*TimerWidth-1:0] n_age  /* verilator split_var */;
     logic [(2*Leaves-1)*EntryIdxW-1:0]  n_idx  /* verilator split_var */;
     /* verilator lint_on SPLITVAR */
 
     for (genvar l = 0; l < Leaves; l++) begin : gen_leaf
       localparam int unsigned K = Leaves + l - 1;
       if (l < Depth) begin : gen_used
-        assign n_ok[K]                          = eligible[d*Depth + l];
-        assign n_prio[K]                        = entry_prio_i[d*Depth + l];
+        assign n_ok[K]                           = eligible[d*Depth + l];
+        assign n_exp[K]                          = expired[d*Depth + l];
+        assign n_prio[K]                         = entry_prio_i[d*Depth + l];
+        assign n_full[K]                         = entry_full_i[d*Depth + l];
         assign n_row[K*RowIdWidth +: RowIdWidth] = entry_row_i[(d*Depth + l)*RowIdWidth +: RowIdWidth];
+        assign n_age[K*TimerWidth +: TimerWidth] = age_q[(d*Depth + l)*TimerWidth +: TimerWidth];
       end else begin : gen_pad
-        assign n_ok[K]                          = 1'b0;
-        assign n_prio[K]                        = 1'b0;
+        assign n_ok[K]                           = 1'b0;
+        assign n_exp[K]                          = 1'b0;
+        assign n_prio[K]                         = 1'b0;
+        assign n_full[K]                         = 1'b0;
         assign n_row[K*RowIdWidth +: RowIdWidth] = '0;
+        assign n_age[K*TimerWidth +: TimerWidth] = '0;
       end
       assign n_idx[K*EntryIdxW +: EntryIdxW] = EntryIdxW'(l);
     end
@@ -115,15 +131,27 @@ module moehub_rpm_sched #(
     for (genvar k = 1; k < Leaves; k++) begin : gen_node
       localparam int unsigned A = 2*k - 1;   // left child position
       localparam int unsigned B = 2*k;       // right child position
-      logic take_b;
+      logic                  take_b, b_older;
+      logic [RowIdWidth-1:0] row_a, row_b;
+      assign row_a   = n_row[A*RowIdWidth +: RowIdWidth];
+      assign row_b   = n_row[B*RowIdWidth +: RowIdWidth];
+      assign b_older = n_age[B*TimerWidth +: TimerWidth] > n_age[A*TimerWidth +: TimerWidth];
       always_comb begin
-        if (!n_ok[B])                 take_b = 1'b0;
-        else if (!n_ok[A])            take_b = 1'b1;
+        if (!n_ok[B])                    take_b = 1'b0;
+        else if (!n_ok[A])               take_b = 1'b1;
+        else if (n_exp[A] != n_exp[B])   take_b = n_exp[B];
+        else if (n_exp[A])               take_b = b_older;
         else if (n_prio[A] != n_prio[B]) take_b = n_prio[B];
-        else                          take_b = n_row[B*RowIdWidth +: RowIdWidth] < n_row[A*RowIdWidth +: RowIdWidth];
+        else if (n_full[A] != n_full[B]) take_b = n_full[B];
+        else if (row_a != row_b)         take_b = row_b < row_a;
+        else                             take_b = b_older;
       end
       assign n_ok[k-1]                              = n_ok[A] || n_ok[B];
+      assign n_exp[k-1]                             = take_b ? n_exp[B] : n_exp[A];
       assign n_prio[k-1]                            = take_b ? n_prio[B] : n_prio[A];
+      assign n_full[k-1]                            = take_b ? n_full[B] : n_full[A];
+      assign n_age[(k-1)*TimerWidth +: TimerWidth]  = take_b ? n_age[B*TimerWidth +: TimerWidth]
+                                                             : n_age[A*TimerWidth +: TimerWidth];
       assign n_row[(k-1)*RowIdWidth +: RowIdWidth]  = take_b ? n_row[B*RowIdWidth +: RowIdWidth]
                                                              : n_row[A*RowIdWidth +: RowIdWidth];
       assign n_idx[(k-1)*EntryIdxW +: EntryIdxW]    = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
@@ -134,7 +162,7 @@ module moehub_rpm_sched #(
     assign part_idx[d*EntryIdxW +: EntryIdxW]   = n_idx[0 +: EntryIdxW];
     // the winner's priority and RowID are only needed inside the tree
     logic unused_root;
-    assign unused_root = ^{n_prio[0], n_row[0 +: RowIdWidth]};
+    assign unused_root = ^{n_exp[0], n_prio[0], n_full[0], n_row[0 +: RowIdWidth], n_age[0 +: TimerWidth]};
   end
 
   // ---- round robin over destinations ---------------------------------------

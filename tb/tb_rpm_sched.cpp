@@ -1,7 +1,8 @@
 // Directed test of moehub_rpm_sched (Dests = 4, Depth = 4, RowIdWidth = 8,
-// TimerWidth = 4): priority before .nop, smallest RowID first, full entries
-// only until the timer or a drain, round robin over destinations, congested
-// destinations skipped, a held grant under back-pressure.
+// TimerWidth = 4): priority before .nop, full before partial, smallest RowID;
+// expired entries first and oldest first; partial entries held until their
+// timer, a full partition or a drain; round robin over destinations,
+// congested destinations skipped, a held grant under back-pressure.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -139,6 +140,51 @@ TEST(RtlRpmSched, DrainReleasesPartialEntries) {
   ASSERT_TRUE(g.valid);
   EXPECT_EQ(g.dest, 1u);
   EXPECT_EQ(g.entry, 1u);
+}
+
+TEST(RtlRpmSched, AFullPartitionDrainsItsPartialEntries) {
+  Sched d;
+  set_timeout(d, 15);
+  Pool p{};
+  for (unsigned e = 0; e < kDepth; ++e) p[kDepth + e] = {true, false, e != 2, 20 - e};
+  const Grant g = cycle(d, p);  // all four are partial: priority, then the smallest RowID
+  ASSERT_TRUE(g.valid);
+  EXPECT_EQ(g.dest, 1u);
+  EXPECT_EQ(g.entry, 3u);
+  p[kDepth + 3].valid = false;  // no longer full: the rest wait for their timers
+  EXPECT_FALSE(cycle(d, p).valid);
+}
+
+TEST(RtlRpmSched, ExpiredEntriesGoFirstOldestFirst) {
+  Sched d;
+  set_timeout(d, 3);
+  Pool p{};
+  p[0] = {true, false, false, 50};     // A: partial .nop, the oldest
+  cycle(d, p, false);                  // ages: A 0
+  p[1] = {true, false, true, 40};      // B: partial, one cycle younger
+  cycle(d, p, false);                  // A 1, B 0
+  cycle(d, p, false);                  // A 2, B 1
+  EXPECT_EQ(cycle(d, p, false).entry, 0u);  // A 3: expired and offered, not taken
+  p[2] = {true, true, true, 1};        // C: full, priority, smallest RowID, not expired
+  Grant g = cycle(d, p);               // A 4, B 3: both expired
+  EXPECT_EQ(g.entry, 0u);
+  p[0].valid = false;
+  g = cycle(d, p);
+  EXPECT_EQ(g.entry, 1u);
+  p[1].valid = false;
+  g = cycle(d, p);
+  EXPECT_EQ(g.entry, 2u);
+}
+
+TEST(RtlRpmSched, FullBeforePartialAmongUnexpired) {
+  Sched d;
+  set_timeout(d, 15);
+  Pool p{};
+  p[0] = {true, false, true, 1};  // partial, smaller RowID
+  p[1] = {true, true, true, 9};
+  p[2] = {true, true, true, 8};
+  p[3] = {true, true, false, 0};  // the partition is full: all eligible
+  EXPECT_EQ(cycle(d, p).entry, 2u);
 }
 
 }  // namespace
