@@ -11,8 +11,9 @@
 // the APT allocates a row and the RAT is filled in the same cycle. A miss in
 // a region that has spilled may be a late packet of an evicted row: the unit
 // asks the spill area in device memory (restore channel); a found mapping is
-// filled back into the RAT, otherwise a new row is allocated. A fill that
-// evicts an entry sends it out on the spill channel first. The memory side
+// filled back into the RAT (clean: evicting it later needs no spill),
+// otherwise a new row is allocated. A fill that evicts an entry allocated
+// here sends it out on the spill channel first. The memory side
 // must order a restore after the spills issued before it, and software
 // clears a region's spill area when it flushes or re-registers the region.
 //
@@ -171,6 +172,7 @@ module moehub_aau #(
   logic [MallocIdWidth-1:0]      rat_malloc;
   logic [RowIdWidth-1:0]         rat_row;
   logic [LocalRowIdWidth-1:0]    rat_fill_local, rat_hit_local;
+  logic                          rat_fill_dirty;
   logic                          rat_flush_valid, rat_flush_ready;
 
   moehub_rat #(
@@ -189,6 +191,7 @@ module moehub_aau #(
     .req_row_i       (rat_row),
     .req_fill_i      (rat_fill),
     .req_fill_local_i(rat_fill_local),
+    .req_fill_dirty_i(rat_fill_dirty),
     .hit_o           (rat_hit),
     .hit_local_o     (rat_hit_local),
     .spill_valid_o   (spill_valid_o),
@@ -220,6 +223,7 @@ module moehub_aau #(
     rat_valid      = 1'b0;
     rat_fill       = 1'b0;
     rat_fill_local = apt_row;
+    rat_fill_dirty = 1'b1;
     if (state_q == StIdle) begin
       rat_valid = !cfg_valid_i && req_valid_i && out_free && region_ok;
       rat_fill  = !spilled && apt_ok;
@@ -227,6 +231,7 @@ module moehub_aau #(
       rat_valid      = restore_rsp_valid_i && out_free && (restore_rsp_found_i || apt_ok);
       rat_fill       = 1'b1;
       rat_fill_local = restore_rsp_found_i ? restore_rsp_local_i : apt_row;
+      rat_fill_dirty = !restore_rsp_found_i;   // a restored mapping is already in the spill area
     end
   end
 

@@ -13,11 +13,12 @@
 // One request per cycle: a lookup of (MallocID, RowID) answers hit_o and
 // hit_local_o combinationally. With req_fill_i set, a miss also inserts
 // (MallocID, RowID) -> req_fill_local_i into its set: into the first invalid
-// way, else over the way at the set's FIFO pointer (the oldest insert), whose
-// entry then leaves on the spill channel in the same cycle; the request is
-// accepted only together with the spill (req_ready_o follows spill_ready_i).
-// Restoring a spilled mapping is the same fill with the LocalRowID read back
-// from memory. A flush of one MallocID scans the sets, one per cycle in all
+// way, else over the way at the set's FIFO pointer (the oldest insert). An
+// evicted entry that was allocated here (dirty) leaves on the spill channel
+// in the same cycle and the request is accepted only together with it
+// (req_ready_o follows spill_ready_i); an entry that was itself restored
+// from the spill area (clean) is dropped. Restoring a spilled mapping is a
+// fill with the LocalRowID read back from memory and req_fill_dirty_i low. A flush of one MallocID scans the sets, one per cycle in all
 // banks at once, and clears the matching valid bits; requests wait meanwhile.
 //
 // Timing: lookup and fill are single-cycle (combinational read of the set
@@ -57,6 +58,8 @@ module moehub_rat #(
   input  logic                       req_fill_i,
   /// LocalRowID to insert on a miss (req_fill_i).
   input  logic [LocalRowIdWidth-1:0] req_fill_local_i,
+  /// The filled mapping is new (spill it when evicted); 0: restored, already in the spill area.
+  input  logic                       req_fill_dirty_i,
   /// The row is in the table (combinational, valid with req_valid_i).
   output logic                       hit_o,
   /// Its LocalRowID (valid with hit_o).
@@ -98,6 +101,7 @@ module moehub_rat #(
 
   // ---- state ---------------------------------------------------------------
   logic [Lines*Ways-1:0]    valid_d, valid_q;    // index (bank*Sets + set)*Ways + way
+  logic [Lines*Ways-1:0]    dirty_d, dirty_q;    // allocated here, not yet in the spill area
   logic [Lines*WayIdxW-1:0] fifo_d, fifo_q;      // oldest way per (bank, set)
   logic                     flushing_d, flushing_q;
   logic [SetIdxW-1:0]       scan_d, scan_q;      // set being flushed
@@ -163,7 +167,8 @@ module moehub_rat #(
       end
     end
     victim_valid = !have_free;
-    evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid;
+    evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
+                   dirty_q[line*Ways + 32'(victim)];
 
     spill_valid_o  = evict;
     spill_malloc_o = word[victim*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
@@ -177,6 +182,7 @@ module moehub_rat #(
   // ---- next state ----------------------------------------------------------
   always_comb begin
     valid_d       = valid_q;
+    dirty_d       = dirty_q;
     fifo_d        = fifo_q;
     flushing_d    = flushing_q;
     scan_d        = scan_q;
@@ -189,6 +195,7 @@ module moehub_rat #(
       wr_en[req_bank]                   = 1'b1;
       wr_word[victim*EntryW +: EntryW]  = {req_malloc_i, req_row_i, req_fill_local_i};
       valid_d[line*Ways + 32'(victim)] = 1'b1;
+      dirty_d[line*Ways + 32'(victim)] = req_fill_dirty_i;
       if (victim_valid) begin
         fifo_d[line*WayIdxW +: WayIdxW] = (victim == WayIdxW'(Ways - 1)) ? '0 : victim + WayIdxW'(1);
       end
@@ -218,11 +225,13 @@ module moehub_rat #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       valid_q    <= '0;
+      dirty_q    <= '0;
       fifo_q     <= '0;
       flushing_q <= 1'b0;
       scan_q     <= '0;
     end else begin
       valid_q    <= valid_d;
+      dirty_q    <= dirty_d;
       fifo_q     <= fifo_d;
       flushing_q <= flushing_d;
       scan_q     <= scan_d;

@@ -1,7 +1,8 @@
 // Directed test of moehub_rat (Entries = 8, Banks = 2, Ways = 2, so 2 sets
 // per bank; a row goes to bank row % 2, set (row / 2) % 2): hit and miss,
-// FIFO eviction onto the spill channel with back-pressure, restore by fill,
-// bank independence, and a region flush.
+// FIFO eviction onto the spill channel with back-pressure, restore by a
+// clean fill (dropped without a spill when evicted), bank independence, and
+// a region flush.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -20,6 +21,7 @@ struct Spill {
 void idle(Rat& d) {
   d->req_valid_i = 0;
   d->req_fill_i = 0;
+  d->req_fill_dirty_i = 1;
   d->flush_valid_i = 0;
   d->spill_ready_i = 1;
 }
@@ -40,11 +42,13 @@ std::optional<unsigned> lookup(Rat& d, unsigned m, unsigned row) {
   return r;
 }
 
-/// Fills (malloc, row) -> local on a miss; returns the entry it evicted.
-std::optional<Spill> fill(Rat& d, unsigned m, unsigned row, unsigned local) {
+/// Fills (malloc, row) -> local on a miss (dirty: a new mapping; clean: a
+/// restored one); returns the entry it sent to the spill area.
+std::optional<Spill> fill(Rat& d, unsigned m, unsigned row, unsigned local, bool dirty = true) {
   idle(d);
   d->req_valid_i = 1;
   d->req_fill_i = 1;
+  d->req_fill_dirty_i = dirty ? 1 : 0;
   d->req_malloc_i = static_cast<CData>(m);
   d->req_row_i = static_cast<CData>(row);
   d->req_fill_local_i = static_cast<CData>(local);
@@ -84,11 +88,19 @@ TEST(RtlRat, FullSetEvictsOldestOntoSpill) {
   ASSERT_TRUE(s2.has_value());
   EXPECT_EQ(s2->row, 4u);
   EXPECT_EQ(s2->local, 11u);
-  const auto s3 = fill(d, 1, 0, 10);   // restore of row 0 evicts row 8
+  const auto s3 = fill(d, 1, 0, 10, false);  // restore of row 0 evicts row 8
   ASSERT_TRUE(s3.has_value());
   EXPECT_EQ(s3->row, 8u);
   EXPECT_EQ(lookup(d, 1, 0), 10u);
   EXPECT_EQ(lookup(d, 1, 12), 13u);
+  // the oldest is now row 12 (dirty), then the restored row 0 (clean)
+  const auto s4 = fill(d, 1, 16, 14);
+  ASSERT_TRUE(s4.has_value());
+  EXPECT_EQ(s4->row, 12u);
+  EXPECT_FALSE(fill(d, 1, 20, 15).has_value()) << "a restored entry is dropped, not spilled again";
+  EXPECT_FALSE(lookup(d, 1, 0).has_value());
+  EXPECT_EQ(lookup(d, 1, 16), 14u);
+  EXPECT_EQ(lookup(d, 1, 20), 15u);
 }
 
 TEST(RtlRat, EvictionWaitsForTheSpillChannel) {
