@@ -22,9 +22,9 @@
 // drains), spill (to memory), restore_req (to memory) -> restore_rsp.
 // Timing: hit or first arrival: the response is registered one cycle after
 // the request is taken; a restore adds the memory round trip. The response
-// register holds (region, LocalRowID, RowOffset); the address's shift and add
-// follow it, so rsp_addr_o is combinational from registers and its user
-// registers it. Register: one cycle (after a pending response); flush: one
+// register holds the region's BaseAddr and LocalRowID * RowSize + RowOffset;
+// their sum follows it, so rsp_addr_o is one adder after registers and its
+// user registers it. Register: one cycle (after a pending response); flush: one
 // cycle per RAT set.
 //
 // Implemented: the above. Not implemented: row sizes that are not a power of
@@ -141,8 +141,8 @@ module moehub_aau #(
   logic                          rsp_hit_d, rsp_hit_q;
   logic                          rsp_restored_d, rsp_restored_q;
   logic [LocalRowIdWidth-1:0]    rsp_local_d, rsp_local_q;
-  logic [MallocIdWidth-1:0]      rsp_region_d, rsp_region_q;
-  logic [OffsetWidth-1:0]        rsp_offset_d, rsp_offset_q;
+  logic [AddrWidth-1:0]          rsp_base_d, rsp_base_q;   // the region's BaseAddr
+  logic [AddrWidth-1:0]          rsp_row_d, rsp_row_q;     // LocalRowID * RowSize + RowOffset
 
   // ---- submodules ------------------------------------------------------------
   logic                          apt_cfg_valid, apt_alloc, apt_ok;
@@ -248,8 +248,8 @@ module moehub_aau #(
     rsp_hit_d      = rsp_hit_q;
     rsp_restored_d = rsp_restored_q;
     rsp_local_d    = rsp_local_q;
-    rsp_region_d   = rsp_region_q;
-    rsp_offset_d   = rsp_offset_q;
+    rsp_base_d     = rsp_base_q;
+    rsp_row_d      = rsp_row_q;
 
     cfg_ready_o         = 1'b0;
     req_ready_o         = 1'b0;
@@ -326,9 +326,11 @@ module moehub_aau #(
     // a spill marks its region: later misses there must ask memory
     if (spill_valid_o && spill_ready_i) spilled_d[spill_malloc_o] = 1'b1;
 
+    // A RowOffset lies within its row (below 2**RowSizeLog2), so
+    // LocalRowID * RowSize + RowOffset is a shift and a bitwise OR.
     if (rsp_valid_d && !(rsp_valid_q && !rsp_ready_i)) begin
-      rsp_region_d = apt_region;
-      rsp_offset_d = offset;
+      rsp_base_d = base_q[apt_region*AddrWidth +: AddrWidth];
+      rsp_row_d  = (AddrWidth'(rsp_local_d) << shift_q[apt_region*6 +: 6]) | AddrWidth'(offset);
     end
   end
 
@@ -339,12 +341,8 @@ module moehub_aau #(
   assign rsp_hit_o            = rsp_hit_q;
   assign rsp_restored_o       = rsp_restored_q;
   assign rsp_local_o          = rsp_local_q;
-  // The address, from the response registers (the shift and add follow
-  // them). A RowOffset lies within its row (below 2**RowSizeLog2), so
-  // LocalRowID * RowSize + RowOffset is a bitwise OR and one adder remains.
-  logic [AddrWidth-1:0] row_addr;
-  assign row_addr   = (AddrWidth'(rsp_local_q) << shift_q[rsp_region_q*6 +: 6]) | AddrWidth'(rsp_offset_q);
-  assign rsp_addr_o = base_q[rsp_region_q*AddrWidth +: AddrWidth] + row_addr;
+  // the address: one adder after the response register
+  assign rsp_addr_o = rsp_base_q + rsp_row_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -360,8 +358,8 @@ module moehub_aau #(
       rsp_hit_q      <= 1'b0;
       rsp_restored_q <= 1'b0;
       rsp_local_q    <= '0;
-      rsp_region_q   <= '0;
-      rsp_offset_q   <= '0;
+      rsp_base_q     <= '0;
+      rsp_row_q      <= '0;
     end else begin
       state_q        <= state_d;
       hold_malloc_q  <= hold_malloc_d;
@@ -375,8 +373,8 @@ module moehub_aau #(
       rsp_hit_q      <= rsp_hit_d;
       rsp_restored_q <= rsp_restored_d;
       rsp_local_q    <= rsp_local_d;
-      rsp_region_q   <= rsp_region_d;
-      rsp_offset_q   <= rsp_offset_d;
+      rsp_base_q     <= rsp_base_d;
+      rsp_row_q      <= rsp_row_d;
     end
   end
 
@@ -387,7 +385,9 @@ module moehub_aau #(
   end
   // A RowOffset lies within its row.
   always_comb begin
-    if (rsp_valid_q) assert ((AddrWidth'(rsp_offset_q) >> shift_q[rsp_region_q*6 +: 6]) == '0);
+    if (req_valid_i && req_ready_o && region_ok) begin
+      assert ((AddrWidth'(req_offset_i) >> shift_q[req_malloc_i*6 +: 6]) == '0);
+    end
   end
 `endif
 
