@@ -1,0 +1,119 @@
+// moehub_apt: Allocation Pointer Table of the MoE-Hub Address Allocation Unit.
+//
+// Holds, for each registered row region (one rowspMalloc region, indexed by
+// its MallocID), the RowPointer: the next free LocalRowID of the region, and
+// the region's capacity in rows. An allocation returns the pointer and
+// increments it in the same clock edge (a single-cycle read-modify-write, so
+// two allocations can never return the same row). The region-full flag is
+// raised when the pointer reaches the capacity; an allocation then fails.
+//
+// Timing: allocation is combinational from alloc_i to alloc_row_o/alloc_ok_o;
+// the pointer update takes effect at the next clock edge. Registering or
+// flushing a region takes effect at the next edge and wins over an
+// allocation in the same cycle (alloc_ok_o is low while cfg_valid_i is high).
+//
+// Implemented: per-region pointer, capacity, valid bit; register (pointer :=
+// 0); flush (region invalid); full flags. Not implemented: base address and
+// row size (kept by moehub_aau), reading the pointers back over MMIO.
+module moehub_apt #(
+  /// Number of regions (MallocIDs) the table tracks.
+  parameter int unsigned Regions = 4,
+  /// Width of a LocalRowID; a region holds at most 2**RowIdWidth rows.
+  parameter int unsigned RowIdWidth = 16
+) (
+  /// Clock.
+  input  logic                          clk_i,
+  /// Asynchronous reset, active low: every region invalid.
+  input  logic                          rst_ni,
+  /// Configuration request (register or flush one region); always accepted.
+  input  logic                          cfg_valid_i,
+  /// 1: flush the region (invalid, pointer 0); 0: register it with cfg_rows_i rows.
+  input  logic                          cfg_flush_i,
+  /// Region the configuration request is about.
+  input  logic [RegionIdxWidth-1:0]     cfg_region_i,
+  /// Capacity of the region in rows (register only), 0 .. 2**RowIdWidth.
+  input  logic [RowIdWidth:0]           cfg_rows_i,
+  /// Allocation request: takes one row of alloc_region_i if alloc_ok_o is high.
+  input  logic                          alloc_i,
+  /// Region to allocate from.
+  input  logic [RegionIdxWidth-1:0]     alloc_region_i,
+  /// The region is registered, not full and not being reconfigured: alloc_i succeeds.
+  output logic                          alloc_ok_o,
+  /// The row an allocation gets (valid when alloc_ok_o is high).
+  output logic [RowIdWidth-1:0]         alloc_row_o,
+  /// Per region: registered.
+  output logic [Regions-1:0]            region_valid_o,
+  /// Per region: registered and every row allocated.
+  output logic [Regions-1:0]            region_full_o
+);
+
+  /// Width of a region index (do not override).
+  localparam int unsigned RegionIdxWidth = (Regions > 1) ? $clog2(Regions) : 1;
+  /// Width of a pointer or capacity: one more bit than a row id (do not override).
+  localparam int unsigned PtrWidth = RowIdWidth + 1;
+
+  logic [Regions-1:0]          valid_d, valid_q;
+  logic [Regions*PtrWidth-1:0] ptr_d, ptr_q;
+  logic [Regions*PtrWidth-1:0] cap_d, cap_q;
+
+  // Status of each region.
+  always_comb begin
+    region_valid_o = valid_q;
+    region_full_o  = '0;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      region_full_o[r] = valid_q[r] && (ptr_q[r*PtrWidth +: PtrWidth] >= cap_q[r*PtrWidth +: PtrWidth]);
+    end
+  end
+
+  // Allocation answer (combinational).
+  always_comb begin
+    alloc_ok_o  = 1'b0;
+    alloc_row_o = '0;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      if (RegionIdxWidth'(r) == alloc_region_i) begin
+        alloc_row_o = ptr_q[r*PtrWidth +: RowIdWidth];
+        alloc_ok_o  = !cfg_valid_i && valid_q[r] && !region_full_o[r];
+      end
+    end
+  end
+
+  // Next state: the pointer steps on a successful allocation; configuration
+  // resets it.
+  always_comb begin
+    valid_d = valid_q;
+    ptr_d   = ptr_q;
+    cap_d   = cap_q;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      if (alloc_i && alloc_ok_o && RegionIdxWidth'(r) == alloc_region_i) begin
+        ptr_d[r*PtrWidth +: PtrWidth] = ptr_q[r*PtrWidth +: PtrWidth] + PtrWidth'(1);
+      end
+      if (cfg_valid_i && RegionIdxWidth'(r) == cfg_region_i) begin
+        valid_d[r]                    = !cfg_flush_i;
+        ptr_d[r*PtrWidth +: PtrWidth] = '0;
+        cap_d[r*PtrWidth +: PtrWidth] = cfg_flush_i ? '0 : cfg_rows_i;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      valid_q <= '0;
+      ptr_q   <= '0;
+      cap_q   <= '0;
+    end else begin
+      valid_q <= valid_d;
+      ptr_q   <= ptr_d;
+      cap_q   <= cap_d;
+    end
+  end
+
+`ifdef MOEHUB_ASSERT_ON
+  // A pointer never passes its region's capacity.
+  always_comb begin
+    for (int unsigned r = 0; r < Regions; r++) begin
+      assert (!valid_q[r] || ptr_q[r*PtrWidth +: PtrWidth] <= cap_q[r*PtrWidth +: PtrWidth]);
+    end
+  end
+`endif
+
+endmodule

@@ -1,0 +1,257 @@
+// moehub_rat: Row Allocation Table of the MoE-Hub Address Allocation Unit.
+//
+// A tag RAM that caches (MallocID, RowID) -> LocalRowID. The table has
+// Entries entries in Banks banks; each bank holds Sets sets of Ways ways
+// (Sets = Entries / (Banks * Ways)). A row maps to bank RowID mod Banks and,
+// within it, to set (RowID / Banks) mod Sets, so consecutive rows fall in
+// different banks. Each bank's storage is one array of Sets words, a word
+// holding the Ways entries of a set (MallocID, RowID, LocalRowID), written
+// one word at a time and never reset: the shape of one SRAM macro per bank.
+// Valid bits and the per-set FIFO pointers are flip-flops (they are cleared
+// on reset and by a flush).
+//
+// One request per cycle: a lookup of (MallocID, RowID) answers hit_o and
+// hit_local_o combinationally. With req_fill_i set, a miss also inserts
+// (MallocID, RowID) -> req_fill_local_i into its set: into the first invalid
+// way, else over the way at the set's FIFO pointer (the oldest insert). An
+// evicted entry that was allocated here (dirty) leaves on the spill channel
+// in the same cycle and the request is accepted only together with it
+// (req_ready_o follows spill_ready_i); an entry that was itself restored
+// from the spill area (clean) is dropped. Restoring a spilled mapping is a
+// fill with the LocalRowID read back from memory and req_fill_dirty_i low. A flush of one MallocID scans the sets, one per cycle in all
+// banks at once, and clears the matching valid bits; requests wait meanwhile.
+//
+// Timing: lookup and fill are single-cycle (combinational read of the set
+// word, write at the next edge); a flush takes Sets cycles.
+// Not implemented: a synchronous-read SRAM (it needs a pipeline stage
+// between the set read and the tag compare), dual ports (the paper's RAT is
+// a 16-bank dual-ported SRAM; here one request per cycle over all banks),
+// strict global FIFO order (FIFO is per set, and a hole left by a flush is
+// refilled before the oldest entry is evicted).
+module moehub_rat #(
+  /// Total number of entries; a multiple of Banks * Ways.
+  parameter int unsigned Entries = 64,
+  /// Number of banks (power of two).
+  parameter int unsigned Banks = 4,
+  /// Ways per set; Entries / (Banks * Ways) sets per bank must be a power of two.
+  parameter int unsigned Ways = 4,
+  /// Width of a MallocID.
+  parameter int unsigned MallocIdWidth = 2,
+  /// Width of a (logical) RowID.
+  parameter int unsigned RowIdWidth = 16,
+  /// Width of a LocalRowID.
+  parameter int unsigned LocalRowIdWidth = 16
+) (
+  /// Clock.
+  input  logic                       clk_i,
+  /// Asynchronous reset, active low: every entry invalid.
+  input  logic                       rst_ni,
+  /// Lookup request.
+  input  logic                       req_valid_i,
+  /// The request is taken this cycle (with its fill and spill, if any).
+  output logic                       req_ready_o,
+  /// MallocID of the row looked up.
+  input  logic [MallocIdWidth-1:0]   req_malloc_i,
+  /// RowID of the row looked up.
+  input  logic [RowIdWidth-1:0]      req_row_i,
+  /// On a miss, insert the mapping to req_fill_local_i.
+  input  logic                       req_fill_i,
+  /// LocalRowID to insert on a miss (req_fill_i).
+  input  logic [LocalRowIdWidth-1:0] req_fill_local_i,
+  /// The filled mapping is new (spill it when evicted); 0: restored, already in the spill area.
+  input  logic                       req_fill_dirty_i,
+  /// The row is in the table (combinational, valid with req_valid_i).
+  output logic                       hit_o,
+  /// Its LocalRowID (valid with hit_o).
+  output logic [LocalRowIdWidth-1:0] hit_local_o,
+  /// An evicted entry to be written to the spill area in device memory.
+  output logic                       spill_valid_o,
+  /// The spill area takes the evicted entry.
+  input  logic                       spill_ready_i,
+  /// MallocID of the evicted entry.
+  output logic [MallocIdWidth-1:0]   spill_malloc_o,
+  /// RowID of the evicted entry.
+  output logic [RowIdWidth-1:0]      spill_row_o,
+  /// LocalRowID of the evicted entry.
+  output logic [LocalRowIdWidth-1:0] spill_local_o,
+  /// Flush request: invalidate every entry of flush_malloc_i (hold until ready).
+  input  logic                       flush_valid_i,
+  /// The flush completes this cycle.
+  output logic                       flush_ready_o,
+  /// MallocID to flush.
+  input  logic [MallocIdWidth-1:0]   flush_malloc_i
+);
+
+  /// Sets per bank (do not override).
+  localparam int unsigned Sets = Entries / (Banks * Ways);
+  /// Address bits that select a bank; 0 for one bank (do not override).
+  localparam int unsigned BankBits = (Banks > 1) ? $clog2(Banks) : 0;
+  /// Width of a bank index signal (do not override).
+  localparam int unsigned BankIdxW = (Banks > 1) ? $clog2(Banks) : 1;
+  /// Width of a set index signal (do not override).
+  localparam int unsigned SetIdxW = (Sets > 1) ? $clog2(Sets) : 1;
+  /// Width of a way index signal (do not override).
+  localparam int unsigned WayIdxW = (Ways > 1) ? $clog2(Ways) : 1;
+  /// Entry layout {MallocID, RowID, LocalRowID} (do not override).
+  localparam int unsigned EntryW = MallocIdWidth + RowIdWidth + LocalRowIdWidth;
+  /// One SRAM word: the Ways entries of a set (do not override).
+  localparam int unsigned WordW = Ways * EntryW;
+  /// Number of (bank, set) pairs (do not override).
+  localparam int unsigned Lines = Banks * Sets;
+
+  // ---- state ---------------------------------------------------------------
+  logic [Lines*Ways-1:0]    valid_d, valid_q;    // index (bank*Sets + set)*Ways + way
+  logic [Lines*Ways-1:0]    dirty_d, dirty_q;    // allocated here, not yet in the spill area
+  logic [Lines*WayIdxW-1:0] fifo_d, fifo_q;      // oldest way per (bank, set)
+  logic                     flushing_d, flushing_q;
+  logic [SetIdxW-1:0]       scan_d, scan_q;      // set being flushed
+
+  // ---- storage: one word array per bank ------------------------------------
+  logic [SetIdxW-1:0]       rd_set;              // set read in every bank
+  logic [Banks*WordW-1:0]   rd_words;
+  logic [Banks-1:0]         wr_en;
+  logic [SetIdxW-1:0]       wr_set;
+  logic [WordW-1:0]         wr_word;
+
+  for (genvar b = 0; b < Banks; b++) begin : gen_bank
+    logic [WordW-1:0] mem_q [Sets];
+    always_ff @(posedge clk_i) begin
+      if (wr_en[b]) mem_q[wr_set] <= wr_word;
+    end
+    assign rd_words[b*WordW +: WordW] = mem_q[rd_set];
+  end
+
+  // ---- request path --------------------------------------------------------
+  logic [BankIdxW-1:0]        req_bank;
+  logic [SetIdxW-1:0]         req_set;
+  logic [WordW-1:0]           word;
+  logic [$clog2(Lines+1)-1:0] line;
+  logic [WayIdxW-1:0]         victim;
+  logic [Ways-1:0]            hit_ways;
+  logic                       have_free, victim_valid, evict, fire;
+
+  // index decode (its own block: the set read depends on it)
+  always_comb begin
+    req_bank = '0;
+    req_set  = '0;
+    if (Banks > 1) req_bank = req_row_i[BankIdxW-1:0];
+    if (Sets > 1)  req_set  = req_row_i[BankBits +: SetIdxW];
+  end
+
+  assign rd_set = flushing_q ? scan_q : req_set;
+
+  always_comb begin
+    line   = $clog2(Lines+1)'(req_bank) * $clog2(Lines+1)'(Sets) + $clog2(Lines+1)'(req_set);
+    word   = rd_words[req_bank*WordW +: WordW];
+
+    // tag compare
+    hit_o       = 1'b0;
+    hit_local_o = '0;
+    hit_ways    = '0;
+    for (int unsigned w = 0; w < Ways; w++) begin
+      if (valid_q[line*Ways + w] &&
+          word[w*EntryW + LocalRowIdWidth +: MallocIdWidth + RowIdWidth] == {req_malloc_i, req_row_i}) begin
+        hit_ways[w] = 1'b1;
+        hit_local_o = word[w*EntryW +: LocalRowIdWidth];
+      end
+    end
+
+    // victim: the first invalid way, else the oldest
+    hit_o     = |hit_ways;
+    have_free = 1'b0;
+    victim    = fifo_q[line*WayIdxW +: WayIdxW];
+    for (int w = Ways - 1; w >= 0; w--) begin
+      if (!valid_q[line*Ways + w]) begin
+        have_free = 1'b1;
+        victim    = WayIdxW'(w);
+      end
+    end
+    victim_valid = !have_free;
+    evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
+                   dirty_q[line*Ways + 32'(victim)];
+
+    spill_valid_o  = evict;
+    spill_malloc_o = word[victim*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
+    spill_row_o    = word[victim*EntryW + LocalRowIdWidth +: RowIdWidth];
+    spill_local_o  = word[victim*EntryW +: LocalRowIdWidth];
+
+    req_ready_o = !flushing_q && (!evict || spill_ready_i);
+    fire        = req_valid_i && req_ready_o;
+  end
+
+  // ---- next state ----------------------------------------------------------
+  always_comb begin
+    valid_d       = valid_q;
+    dirty_d       = dirty_q;
+    fifo_d        = fifo_q;
+    flushing_d    = flushing_q;
+    scan_d        = scan_q;
+    flush_ready_o = 1'b0;
+    wr_en         = '0;
+    wr_set        = req_set;
+    wr_word       = word;
+
+    if (fire && req_fill_i && !hit_o) begin
+      wr_en[req_bank]                   = 1'b1;
+      wr_word[victim*EntryW +: EntryW]  = {req_malloc_i, req_row_i, req_fill_local_i};
+      valid_d[line*Ways + 32'(victim)] = 1'b1;
+      dirty_d[line*Ways + 32'(victim)] = req_fill_dirty_i;
+      if (victim_valid) begin
+        fifo_d[line*WayIdxW +: WayIdxW] = (victim == WayIdxW'(Ways - 1)) ? '0 : victim + WayIdxW'(1);
+      end
+    end
+
+    if (flushing_q) begin
+      for (int unsigned b = 0; b < Banks; b++) begin
+        for (int unsigned w = 0; w < Ways; w++) begin
+          if (rd_words[b*WordW + w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
+            valid_d[(b*Sets + 32'(scan_q))*Ways + w] = 1'b0;
+          end
+        end
+      end
+      if (scan_q == SetIdxW'(Sets - 1)) begin
+        flush_ready_o = 1'b1;
+        flushing_d    = 1'b0;
+        scan_d        = '0;
+      end else begin
+        scan_d = scan_q + SetIdxW'(1);
+      end
+    end else if (flush_valid_i && !req_valid_i) begin
+      flushing_d = 1'b1;   // requests in flight go first; the flush holds them off once started
+      scan_d     = '0;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      valid_q    <= '0;
+      dirty_q    <= '0;
+      fifo_q     <= '0;
+      flushing_q <= 1'b0;
+      scan_q     <= '0;
+    end else begin
+      valid_q    <= valid_d;
+      dirty_q    <= dirty_d;
+      fifo_q     <= fifo_d;
+      flushing_q <= flushing_d;
+      scan_q     <= scan_d;
+    end
+  end
+
+`ifdef MOEHUB_ASSERT_ON
+  // The geometry is one the index arithmetic supports.
+  initial begin
+    assert (Sets * Banks * Ways == Entries);
+    assert ((1 << BankBits) == Banks);
+    assert (Sets == 1 || (1 << SetIdxW) == Sets);
+    assert (RowIdWidth >= BankBits + SetIdxW);
+  end
+  // A lookup never matches two ways.
+  always_comb begin
+    if (req_valid_i && !flushing_q) begin
+      assert ($onehot0(hit_ways));
+    end
+  end
+`endif
+
+endmodule

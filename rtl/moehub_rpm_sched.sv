@@ -1,0 +1,233 @@
+// moehub_rpm_sched: packet scheduler of the MoE-Hub Runtime Packet Manager.
+//
+// Picks the next merged write-buffer entry to send. The buffer pool (not in
+// this module) has one partition of Depth entries per destination GPU and
+// presents, per entry, a valid bit, whether its byte mask is full, its
+// priority (1: st / st.rowsp, 0: st.rowsp.nop) and its RowID.
+//
+// Policy, in order:
+//  1. An entry is eligible when it is valid and either full (a complete
+//     merge), or expired: at least timeout_i cycles old (timer bypass: a
+//     poorly merged entry cannot wait forever), or its partition is full
+//     (pressure: a full partition always drains), or drain_i is set (end of
+//     a phase, or no holding of partial entries at all).
+//  2. Within a partition: expired entries first, the oldest first; then
+//     priority entries before .nop, full masks before partial ones, the
+//     smallest RowID, the oldest; then the lowest entry index (a tournament
+//     tree, so the compare depth grows with log2(Depth)).
+//  3. Across partitions, round-robin over the destinations, skipping those
+//     marked congested_i (their ports cannot take a packet now); the pointer
+//     moves past a destination when its grant is taken.
+// The grant is one-hot over all Dests*Depth entries, with the destination
+// and entry indices beside it; it is a valid/ready offer (gnt_valid_o is
+// combinational from the inputs; the pool removes the entry when it takes it).
+//
+// Timer: an entry's age counts cycles since its slot became valid (or since
+// the last grant of that slot) and saturates at 2**TimerWidth - 1 (older
+// entries then tie on age); it resets when the slot is invalid. Not implemented: merging (the pool's job), the entry payload,
+// several grants per cycle, weighting of destinations.
+module moehub_rpm_sched #(
+  /// Number of destination partitions (peer GPUs).
+  parameter int unsigned Dests = 8,
+  /// Entries per partition.
+  parameter int unsigned Depth = 8,
+  /// Width of a RowID.
+  parameter int unsigned RowIdWidth = 16,
+  /// Width of an entry's age counter (cycles, saturating).
+  parameter int unsigned TimerWidth = 8
+) (
+  /// Clock.
+  input  logic                             clk_i,
+  /// Asynchronous reset, active low.
+  input  logic                             rst_ni,
+  /// Per entry (index dest*Depth + entry): holds a packet.
+  input  logic [Dests*Depth-1:0]           entry_valid_i,
+  /// Per entry: its byte mask is complete.
+  input  logic [Dests*Depth-1:0]           entry_full_i,
+  /// Per entry: 1 for a priority store, 0 for .nop.
+  input  logic [Dests*Depth-1:0]           entry_prio_i,
+  /// Per entry: RowID (entry i at [i*RowIdWidth +: RowIdWidth]).
+  input  logic [Dests*Depth*RowIdWidth-1:0] entry_row_i,
+  /// Per destination: its ports cannot take a packet now.
+  input  logic [Dests-1:0]                 congested_i,
+  /// Age in cycles after which a partial entry becomes eligible.
+  input  logic [TimerWidth-1:0]            timeout_i,
+  /// Every valid entry is eligible (drain the pool).
+  input  logic                             drain_i,
+  /// A grant is offered.
+  output logic                             gnt_valid_o,
+  /// The pool takes the granted entry this cycle.
+  input  logic                             gnt_ready_i,
+  /// One-hot grant over all entries.
+  output logic [Dests*Depth-1:0]           gnt_o,
+  /// Destination of the granted entry.
+  output logic [DestIdxW-1:0]              gnt_dest_o,
+  /// Index of the granted entry within its partition.
+  output logic [EntryIdxW-1:0]             gnt_entry_o
+);
+
+  /// Width of a destination index (do not override).
+  localparam int unsigned DestIdxW = (Dests > 1) ? $clog2(Dests) : 1;
+  /// Width of an entry index (do not override).
+  localparam int unsigned EntryIdxW = (Depth > 1) ? $clog2(Depth) : 1;
+  /// Leaves of the tournament tree: Depth rounded up to a power of two (do not override).
+  localparam int unsigned Leaves = 1 << $clog2(Depth);
+  /// Entries in all (do not override).
+  localparam int unsigned Total = Dests * Depth;
+
+  // ---- entry age (timer bypass) -------------------------------------------
+  logic [Total*TimerWidth-1:0] age_d, age_q;
+  logic [Total-1:0]            eligible, expired;
+  logic [Dests-1:0]            part_full;
+
+  always_comb begin
+    for (int unsigned d = 0; d < Dests; d++) begin
+      part_full[d] = &entry_valid_i[d*Depth +: Depth];
+    end
+    for (int unsigned i = 0; i < Total; i++) begin
+      expired[i]  = age_q[i*TimerWidth +: TimerWidth] >= timeout_i;
+      eligible[i] = entry_valid_i[i] && (entry_full_i[i] || expired[i] || part_full[i / Depth] || drain_i);
+    end
+  end
+
+  // ---- per partition: tournament over its entries -------------------------
+  logic [Dests-1:0]           part_ok;
+  logic [Dests*EntryIdxW-1:0] part_idx;
+
+  for (genvar d = 0; d < Dests; d++) begin : gen_part
+    // node k (1 .. 2*Leaves-1) at position k-1; leaves at Leaves .. 2*Leaves-1
+    // (split_var: the nodes of one vector feed each other without a loop;
+    // with Depth = 1 there is nothing to split)
+    /* verilator lint_off SPLITVAR */
+    logic [2*Leaves-2:0]                n_ok   /* verilator split_var */;
+    logic [2*Leaves-2:0]                n_exp  /* verilator split_var */;
+    logic [2*Leaves-2:0]                n_prio /* verilator split_var */;
+    logic [2*Leaves-2:0]                n_full /* verilator split_var */;
+    logic [(2*Leaves-1)*RowIdWidth-1:0] n_row  /* verilator split_var */;
+    logic [(2*Leaves-1)*TimerWidth-1:0] n_age  /* verilator split_var */;
+    logic [(2*Leaves-1)*EntryIdxW-1:0]  n_idx  /* verilator split_var */;
+    /* verilator lint_on SPLITVAR */
+
+    for (genvar l = 0; l < Leaves; l++) begin : gen_leaf
+      localparam int unsigned K = Leaves + l - 1;
+      if (l < Depth) begin : gen_used
+        assign n_ok[K]                           = eligible[d*Depth + l];
+        assign n_exp[K]                          = expired[d*Depth + l];
+        assign n_prio[K]                         = entry_prio_i[d*Depth + l];
+        assign n_full[K]                         = entry_full_i[d*Depth + l];
+        assign n_row[K*RowIdWidth +: RowIdWidth] = entry_row_i[(d*Depth + l)*RowIdWidth +: RowIdWidth];
+        assign n_age[K*TimerWidth +: TimerWidth] = age_q[(d*Depth + l)*TimerWidth +: TimerWidth];
+      end else begin : gen_pad
+        assign n_ok[K]                           = 1'b0;
+        assign n_exp[K]                          = 1'b0;
+        assign n_prio[K]                         = 1'b0;
+        assign n_full[K]                         = 1'b0;
+        assign n_row[K*RowIdWidth +: RowIdWidth] = '0;
+        assign n_age[K*TimerWidth +: TimerWidth] = '0;
+      end
+      assign n_idx[K*EntryIdxW +: EntryIdxW] = EntryIdxW'(l);
+    end
+
+    for (genvar k = 1; k < Leaves; k++) begin : gen_node
+      localparam int unsigned A = 2*k - 1;   // left child position
+      localparam int unsigned B = 2*k;       // right child position
+      logic                  take_b, b_older;
+      logic [RowIdWidth-1:0] row_a, row_b;
+      assign row_a   = n_row[A*RowIdWidth +: RowIdWidth];
+      assign row_b   = n_row[B*RowIdWidth +: RowIdWidth];
+      assign b_older = n_age[B*TimerWidth +: TimerWidth] > n_age[A*TimerWidth +: TimerWidth];
+      always_comb begin
+        if (!n_ok[B])                    take_b = 1'b0;
+        else if (!n_ok[A])               take_b = 1'b1;
+        else if (n_exp[A] != n_exp[B])   take_b = n_exp[B];
+        else if (n_exp[A])               take_b = b_older;
+        else if (n_prio[A] != n_prio[B]) take_b = n_prio[B];
+        else if (n_full[A] != n_full[B]) take_b = n_full[B];
+        else if (row_a != row_b)         take_b = row_b < row_a;
+        else                             take_b = b_older;
+      end
+      assign n_ok[k-1]                              = n_ok[A] || n_ok[B];
+      assign n_exp[k-1]                             = take_b ? n_exp[B] : n_exp[A];
+      assign n_prio[k-1]                            = take_b ? n_prio[B] : n_prio[A];
+      assign n_full[k-1]                            = take_b ? n_full[B] : n_full[A];
+      assign n_age[(k-1)*TimerWidth +: TimerWidth]  = take_b ? n_age[B*TimerWidth +: TimerWidth]
+                                                             : n_age[A*TimerWidth +: TimerWidth];
+      assign n_row[(k-1)*RowIdWidth +: RowIdWidth]  = take_b ? n_row[B*RowIdWidth +: RowIdWidth]
+                                                             : n_row[A*RowIdWidth +: RowIdWidth];
+      assign n_idx[(k-1)*EntryIdxW +: EntryIdxW]    = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
+                                                             : n_idx[A*EntryIdxW +: EntryIdxW];
+    end
+
+    assign part_ok[d]                           = n_ok[0];
+    assign part_idx[d*EntryIdxW +: EntryIdxW]   = n_idx[0 +: EntryIdxW];
+    // the winner's priority and RowID are only needed inside the tree
+    logic unused_root;
+    assign unused_root = ^{n_exp[0], n_prio[0], n_full[0], n_row[0 +: RowIdWidth], n_age[0 +: TimerWidth]};
+  end
+
+  // ---- round robin over destinations ---------------------------------------
+  logic [DestIdxW-1:0] rr_d, rr_q;
+  logic [Dests-1:0]    cand;
+  logic                found_hi;
+  logic [DestIdxW-1:0] sel, sel_hi, sel_lo;
+
+  always_comb begin
+    cand     = part_ok & ~congested_i;
+    // lowest candidate at or after the pointer, else the lowest overall
+    found_hi = 1'b0;
+    sel_hi   = '0;
+    sel_lo   = '0;
+    for (int d = Dests - 1; d >= 0; d--) begin
+      if (cand[d]) begin
+        sel_lo = DestIdxW'(d);
+        if (DestIdxW'(d) >= rr_q) begin
+          sel_hi   = DestIdxW'(d);
+          found_hi = 1'b1;
+        end
+      end
+    end
+    sel         = found_hi ? sel_hi : sel_lo;
+    gnt_valid_o = |cand;
+    gnt_dest_o  = sel;
+    gnt_entry_o = part_idx[sel*EntryIdxW +: EntryIdxW];
+    gnt_o       = '0;
+    if (gnt_valid_o) gnt_o[32'(sel)*Depth + 32'(gnt_entry_o)] = 1'b1;
+  end
+
+  // ---- next state ----------------------------------------------------------
+  always_comb begin
+    rr_d = rr_q;
+    if (gnt_valid_o && gnt_ready_i) begin
+      rr_d = (sel == DestIdxW'(Dests - 1)) ? '0 : sel + DestIdxW'(1);
+    end
+    for (int unsigned i = 0; i < Total; i++) begin
+      if (!entry_valid_i[i] || (gnt_o[i] && gnt_ready_i)) begin
+        age_d[i*TimerWidth +: TimerWidth] = '0;
+      end else if (age_q[i*TimerWidth +: TimerWidth] != {TimerWidth{1'b1}}) begin
+        age_d[i*TimerWidth +: TimerWidth] = age_q[i*TimerWidth +: TimerWidth] + TimerWidth'(1);
+      end else begin
+        age_d[i*TimerWidth +: TimerWidth] = age_q[i*TimerWidth +: TimerWidth];
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rr_q  <= '0;
+      age_q <= '0;
+    end else begin
+      rr_q  <= rr_d;
+      age_q <= age_d;
+    end
+  end
+
+`ifdef MOEHUB_ASSERT_ON
+  // The grant is one-hot, on an eligible entry of an uncongested destination.
+  always_comb begin
+    assert ($onehot0(gnt_o));
+    assert ((gnt_o & ~eligible) == '0);
+    if (gnt_valid_o) assert (!congested_i[sel]);
+  end
+`endif
+
+endmodule

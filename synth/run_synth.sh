@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Synthesizes every RTL block of rtl/ to ASAP7 with Yosys 0.23 and times it
+# with OpenSTA at the hub clock, for the configurations of synth/configs.json.
+# Writes build/synth/<config>.json and .md (and per block: netlist, logs).
+#   synth/run_synth.sh                       all configurations
+#   synth/run_synth.sh --config tiny         one configuration
+#   synth/run_synth.sh --clock-ghz 2.0 --out /tmp/synth
+# The PDK is ../shared/pdk/asap7 relative to the repository, or $MOEHUB_PDK_DIR.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+exec python3 "$here/flow.py" "$@"
