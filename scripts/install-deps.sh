@@ -13,6 +13,12 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest  # unit tests
   libbenchmark-dev          # benchmarks
   python3                   # report scripts
+  verilator                 # 5.006: lint and the C++ testbenches of rtl/ (tb/)
+  yosys                     # 0.23: synthesis to ASAP7 cells (synth/)
+  opensta                   # OpenSTA 2.0.17, binary `sta`: static timing of the netlists
+  iverilog                  # a second SystemVerilog front end for quick checks
+  z3                        # SMT solver behind yosys-smtbmc for formal checks
+  gzip                      # the ASAP7 liberty files ship gzipped
 )
 
 missing=()
