@@ -2,7 +2,8 @@
 // node under one dispatch schedule and reports what happened.
 //
 // Exit status: 0 success, 2 bad input (command line or config), 3 the run's
-// self-checks failed, 1 an internal error.
+// self-checks failed or it passed its simulated-time limit (--max-sim-time;
+// nothing is written then), 1 an internal error (a bug).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   moehub::WorkloadConfig wl;
   int comm_sms = moehub::ScheduleOptions{}.comm_sms;
   int repeat = 1;
+  double max_sim_time_us = moehub::ticks_to_us(moehub::RunRequest::kDefaultMaxSimTime);
 
   app.add_option("--system", system, "system config: a name under configs/systems or a YAML path")
       ->capture_default_str();
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
   app.add_option("--out-dir", out_dir, "where results.json and timeline.json go")->capture_default_str();
   app.add_option("--results", results_path, "results JSON path (default OUT_DIR/results.json)");
   app.add_option("--timeline", timeline_path, "Chrome trace path (default OUT_DIR/timeline.json)");
+  app.add_option("--max-sim-time", max_sim_time_us,
+                 "stop with exit status 3 when the run passes this much simulated time, in us")
+      ->capture_default_str();
   app.add_flag("--no-timeline", no_timeline, "do not write the Chrome trace");
   app.add_flag("--quiet", quiet, "no table on stdout");
 
@@ -117,6 +122,13 @@ int main(int argc, char** argv) {
       throw moehub::ConfigError("<command line>", "--schedule",
                                 "must be one of " + allowed + " (got '" + schedule + "')");
     }
+    const double max_sim_time_limit_us = moehub::ticks_to_us(moehub::RunRequest::kMaxSimTimeLimit);
+    if (!(max_sim_time_us >= 1e-6 && max_sim_time_us <= max_sim_time_limit_us)) {
+      throw moehub::ConfigError("<command line>", "--max-sim-time",
+                                "must be in [1e-06, " + std::to_string(max_sim_time_limit_us) +
+                                    "] us (got " + std::to_string(max_sim_time_us) + ")");
+    }
+    req.max_sim_time = moehub::us_to_ticks(max_sim_time_us);
     if (repeat < 1 || repeat > 1000) {
       throw moehub::ConfigError("<command line>", "--repeat",
                                 "must be in 1..1000 (got " + std::to_string(repeat) + ")");
@@ -164,6 +176,9 @@ int main(int argc, char** argv) {
       for (const auto& e : out.check_errors) std::cerr << "  " << e << "\n";
       return kExitCheckFailed;
     }
+  } catch (const moehub::SimTimeLimitExceeded& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "; nothing written\n";
+    return kExitCheckFailed;
   } catch (const std::exception& e) {
     std::cerr << "moehub-sim: internal error: " << e.what() << "\n";
     return 1;

@@ -7,7 +7,8 @@
 //
 //   <file>: key 'gpu.hbm_bw_gbps': must be > 0 (got -5)
 //
-// Keys are dotted paths from the document root. The strict reader below
+// Keys are dotted paths from the document root. Every numeric key's allowed
+// range comes from one table (config_ranges.hpp). The strict reader below
 // (StrictMap) is public so that other YAML loaders get the same behaviour.
 #pragma once
 
@@ -73,6 +74,9 @@ class Range {
   static Range greater_than(double lo) { return Range(lo, false, std::nullopt, false); }
   static Range closed(double lo, double hi) { return Range(lo, true, hi, true); }
   static Range left_open(double lo, double hi) { return Range(lo, false, hi, true); }
+  static Range bounded(double lo, bool lo_inclusive, double hi, bool hi_inclusive) {
+    return Range(lo, lo_inclusive, hi, hi_inclusive);
+  }
 
   bool contains(double v) const;
   std::string describe() const;

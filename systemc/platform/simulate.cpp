@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <sys/resource.h>
+
 #include "common/sc_time_util.hpp"
 #include "platform/node.hpp"
 #include "workload/routing.hpp"
@@ -222,16 +224,59 @@ std::string make_timeline(const Node& node, const RunRequest& req) {
 
 }  // namespace
 
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+namespace {
+
+constexpr const char* kLimitHint =
+    " (raise it with --max-sim-time, in us); a run this long usually means that a bandwidth, "
+    "latency or clock in the system config is far from its usual scale";
+
+[[noreturn]] void throw_time_limit(const RunRequest& req, const std::string& overflow) {
+  const std::string limit = fmt(us(req.max_sim_time), 0) + " us";
+  if (overflow.empty()) {
+    throw SimTimeLimitExceeded("the run had not finished when it reached its simulated-time limit of " +
+                               limit + kLimitHint);
+  }
+  throw SimTimeLimitExceeded("a time computed by the run does not fit the simulator's clock (" +
+                             overflow + "), far past the simulated-time limit of " + limit +
+                             kLimitHint);
+}
+
+}  // namespace
+
 RunOutput simulate(const RunRequest& req) {
+  if (req.max_sim_time == 0 || req.max_sim_time > RunRequest::kMaxSimTimeLimit) {
+    throw std::invalid_argument("max_sim_time must be in [1, 2^59] ps");
+  }
   set_picosecond_resolution();
   const Routing routing =
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
   Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
-  auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
+  std::unique_ptr<Node> node;
   const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  try {
+    node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
+    sc_core::sc_start(to_sc(req.max_sim_time));
+  } catch (const TimeOverflow& e) {
+    throw_time_limit(req, e.what());
+  } catch (const sc_core::sc_report& e) {
+    // an exception inside a SystemC process arrives as a report with its text
+    const std::string what = e.what();
+    if (what.find(kTimeOverflowTag) != std::string::npos) throw_time_limit(req, what);
+    throw;
+  }
   const auto t1 = std::chrono::steady_clock::now();
+  bool finished = true;
+  for (const auto& r : node->records()) finished = finished && r.finished;
+  if (!finished && sc_core::sc_pending_activity()) {
+    throw_time_limit(req, "");
+  }
 
   RunOutput out;
   out.check_errors = node->collectives().verify();
@@ -245,6 +290,8 @@ RunOutput simulate(const RunRequest& req) {
   out.wall_seconds = std::chrono::duration<double>(t1 - t0).count();
   out.fabric_transactions = node->fabric_transactions();
   out.fabric_packets = node->collectives().totals().data_packets;
+  // differs from run to run: kept apart, in one object that comparisons drop
+  out.results["host"] = {{"peak_rss_bytes", peak_rss_bytes()}, {"wall_seconds", out.wall_seconds}};
   return out;
 }
 

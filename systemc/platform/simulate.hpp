@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/units.hpp"
 #include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 
@@ -27,6 +29,19 @@ struct RunRequest {
   /// Routing to replay (from a GPU trace) instead of generating one.
   std::optional<Routing> routing;
   std::string routing_source;  ///< where `routing` came from (for the results)
+  /// Simulated-time limit: a run that has not finished by then stops with
+  /// SimTimeLimitExceeded. At most kMaxSimTimeLimit.
+  Tick max_sim_time = kDefaultMaxSimTime;
+  static constexpr Tick kDefaultMaxSimTime = kPsPerS;  ///< 1 s of simulated time
+  static constexpr Tick kMaxSimTimeLimit = kTickConversionLimit / 2;  ///< see units.hpp
+};
+
+/// The run passed RunRequest::max_sim_time (or a time computed on the way did
+/// not fit a Tick) before every GPU finished its schedule; what() says which,
+/// when, and how to raise the limit. Nothing of the run is usable.
+class SimTimeLimitExceeded : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct RunOutput {
@@ -38,7 +53,13 @@ struct RunOutput {
   std::uint64_t fabric_packets = 0;       ///< NVLink data packets they stand for
 };
 
-/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
+/// The process's peak resident memory so far (getrusage ru_maxrss), in bytes.
+std::uint64_t peak_rss_bytes();
+
+/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs
+/// and SimTimeLimitExceeded when the run passes req.max_sim_time. The
+/// results hold a "host" object (peak memory, wall time) that differs from run
+/// to run; everything else is deterministic.
 RunOutput simulate(const RunRequest& req);
 
 /// Human-readable summary of a results object.
