@@ -5,7 +5,7 @@
 // types and values out of range are errors. Every error is a ConfigError whose
 // what() is one line for people:
 //
-//   <file>: key 'gpu.hbm_bw_gbps': must be > 0 (got -5)
+//   <file>: key 'gpu.hbm_bw_gbps': must be in [0.001, 100000] (got -5)
 //
 // Keys are dotted paths from the document root. Every numeric key's allowed
 // range comes from one table (config_ranges.hpp). The strict reader below
