@@ -196,7 +196,10 @@ YAML::Node load_yaml_document(const std::string& path) {
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw ConfigError(path, "", "cannot read the file: read error");
+  return parse_yaml_document(text, path);
+}
 
+YAML::Node parse_yaml_document(const std::string& text, const std::string& path) {
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
@@ -445,7 +448,15 @@ void read_sim(StrictMap m, SimConfig& s) {
 }  // namespace
 
 SystemConfig load_system_config(const std::string& path) {
-  StrictMap root(load_yaml_document(path), path, "");
+  return read_system_config(load_yaml_document(path), path);
+}
+
+SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name) {
+  return read_system_config(parse_yaml_document(yaml_text, name), name);
+}
+
+SystemConfig read_system_config(const YAML::Node& document, const std::string& path) {
+  StrictMap root(document, path, "");
   SystemConfig s;
   s.source_file = path;
   s.name = root.get_string("name");
@@ -464,7 +475,15 @@ SystemConfig load_system_config(const std::string& path) {
 // Models
 
 ModelConfig load_model_config(const std::string& path) {
-  StrictMap root(load_yaml_document(path), path, "");
+  return read_model_config(load_yaml_document(path), path);
+}
+
+ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name) {
+  return read_model_config(parse_yaml_document(yaml_text, name), name);
+}
+
+ModelConfig read_model_config(const YAML::Node& document, const std::string& path) {
+  StrictMap root(document, path, "");
   ModelConfig m;
   m.source_file = path;
   m.name = root.get_string("name");
