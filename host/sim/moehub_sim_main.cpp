@@ -37,6 +37,29 @@ void write_file(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+// An output path must name a file (not a folder) in an existing folder, with
+// room for the ".tmp" suffix of write_file in its name.
+void check_output_path(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  if (path.empty() || name.empty() || name == "." || name == "..") {
+    throw moehub::ConfigError("<command line>", flag, "'" + path + "' does not name a file");
+  }
+  if (name.size() + 4 > 255) {
+    throw moehub::ConfigError("<command line>", flag, "the file name is longer than 251 characters");
+  }
+  std::error_code ec;
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) {
+    throw moehub::ConfigError("<command line>", flag,
+                              "'" + path + "': the folder '" + parent.string() + "' does not exist");
+  }
+  if (fs::is_directory(p, ec)) {
+    throw moehub::ConfigError("<command line>", flag, "'" + path + "' is a folder, not a file");
+  }
+}
+
 }  // namespace
 
 // Our own main(): it takes precedence over the one in libsystemc (which would
@@ -156,11 +179,26 @@ int main(int argc, char** argv) {
   req.timeline = !no_timeline;
   if (results_path.empty()) results_path = out_dir + "/results.json";
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
+  try {
+    check_output_path("--results", results_path);
+    if (req.timeline) check_output_path("--timeline", timeline_path);
+  } catch (const moehub::ConfigError& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
 
   try {
     const moehub::RunOutput out = moehub::simulate(req);
-    write_file(results_path, out.results.dump(2) + "\n");
-    if (req.timeline) write_file(timeline_path, out.timeline);
+    try {
+      write_file(results_path, out.results.dump(2) + "\n");
+      if (req.timeline) write_file(timeline_path, out.timeline);
+    } catch (const std::exception& e) {
+      // an output that cannot be written (disk full, permissions): no partial set of outputs
+      std::error_code ec;
+      std::filesystem::remove(results_path, ec);
+      std::cerr << "moehub-sim: error: " << e.what() << "; nothing written\n";
+      return kExitBadInput;
+    }
     if (!quiet) {
       std::cout << moehub::format_table(out.results);
       std::printf("wall time %.3f s, %llu fabric transactions (%llu NVLink data packets), %.3g packets/s\n",
@@ -176,6 +214,11 @@ int main(int argc, char** argv) {
       for (const auto& e : out.check_errors) std::cerr << "  " << e << "\n";
       return kExitCheckFailed;
     }
+  } catch (const std::invalid_argument& e) {
+    // simulate() reports inputs that only the workload generator can judge
+    // (an --imbalance-std that no routing reaches) as invalid_argument
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
   } catch (const moehub::SimTimeLimitExceeded& e) {
     std::cerr << "moehub-sim: error: " << e.what() << "; nothing written\n";
     return kExitCheckFailed;
