@@ -1,6 +1,8 @@
 // Strict YAML reading of system and model configs; see config_loader.hpp.
 #include "common/config_loader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include "common/config_ranges.hpp"
 
 #include <algorithm>
@@ -199,25 +201,75 @@ YAML::Node load_yaml_document(const std::string& path) {
   return parse_yaml_document(text, path);
 }
 
+namespace {
+
+/// Counts the documents of a YAML stream through the parser's events, and
+/// notices a parser that reports document after document without consuming
+/// input (yaml-cpp 0.7 does so on an input of a lone ","; YAML::LoadAll then
+/// never returns and exhausts memory).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    stuck_ = documents_ > 0 && mark.pos == last_.pos;
+    last_ = mark;
+    ++documents_;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::size_t documents() const { return documents_; }
+  bool stuck() const { return stuck_; }
+  const YAML::Mark& last() const { return last_; }
+
+ private:
+  std::size_t documents_ = 0;
+  bool stuck_ = false;
+  YAML::Mark last_ = YAML::Mark::null_mark();
+};
+
+constexpr std::size_t kMaxDocumentsCounted = 16;
+
+}  // namespace
+
 YAML::Node parse_yaml_document(const std::string& text, const std::string& path) {
-  std::vector<YAML::Node> docs;
+  const auto syntax_error = [&](const YAML::Mark& mark, const std::string& msg) {
+    return ConfigError(path, "",
+                       "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+                           ": YAML syntax error: " + msg);
+  };
+  YAML::Node doc;
+  std::size_t documents = 0;
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    while (counter.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(counter)) {
+      if (counter.stuck()) throw syntax_error(counter.last(), "the parser makes no progress here");
+    }
+    documents = counter.documents();
+    if (documents == 1) doc = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(path, "",
-                      "line " + std::to_string(e.mark.line + 1) + ", column " +
-                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    throw syntax_error(e.mark, e.msg);
   } catch (const YAML::Exception& e) {
     throw ConfigError(path, "", std::string("YAML error: ") + e.what());
   }
-  if (docs.size() > 1) {
+  if (documents > 1) {
     throw ConfigError(path, "",
-                      "holds " + std::to_string(docs.size()) + " YAML documents; expected one");
+                      "holds " + (documents >= kMaxDocumentsCounted ? "more than " : std::string()) +
+                          std::to_string(documents >= kMaxDocumentsCounted ? documents - 1 : documents) +
+                          " YAML documents; expected one");
   }
-  if (docs.empty() || docs.front().IsNull()) {
+  if (documents == 0 || doc.IsNull()) {
     throw ConfigError(path, "", "the file is empty; expected a map of keys");
   }
-  return docs.front();
+  return doc;
 }
 
 // ---------------------------------------------------------------------------

@@ -131,6 +131,19 @@ TEST_F(Regression, UnwritableResultsPathIsBadInput) {
   }
 }
 
+// A config of a lone "," made yaml-cpp's LoadAll report empty documents
+// without end: moehub-sim hung and exhausted memory (found by fuzz_config).
+TEST_F(Regression, LoneCommaConfigIsASyntaxError) {
+  for (const std::string& text : {std::string(","), std::string(",\x01\t\xe7"), std::string("a: 1\n,\n")}) {
+    const fs::path p = dir_ / "comma.yaml";
+    std::ofstream(p, std::ios::binary) << text;
+    const Outcome r = run("", p.string());
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("YAML syntax error"), std::string::npos) << r.err;
+    EXPECT_TRUE(out_empty());
+  }
+}
+
 // Too many tokens for the routing tables: rejected before any allocation.
 TEST_F(Regression, TooManyTokensIsBadInput) {
   const Outcome r = run("--tokens 16777217");
