@@ -12,7 +12,8 @@ PACKAGES=(
   libcli11-dev              # command lines
   libgtest-dev libgmock-dev googletest  # unit tests
   libbenchmark-dev          # benchmarks
-  python3                   # report scripts
+  python3                   # report scripts, tests/fuzz/mutate_sim.py
+  clang libclang-rt-14-dev  # libFuzzer targets of tests/fuzz (-fsanitize=fuzzer)
 )
 
 missing=()

@@ -5,10 +5,14 @@
 // report is a bug. A config that loads must be plausible: every numeric key
 // inside its range of the table (config_ranges.hpp) and the cross-field rules
 // held. That oracle is what finds a loader with a missing bounds check (the
-// planted copy built as fuzz_config_planted).
+// planted copy built as fuzz_config_planted). Half of the mutations are
+// structure-aware: a number after "key: " is replaced by a value at or past
+// the edge of a plausible range; the rest are libFuzzer's byte mutations.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +99,37 @@ void check_model(const moehub::ModelConfig& m) {
 }
 
 }  // namespace
+
+extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                               unsigned int seed) {
+  std::minstd_rand rng(seed);
+  if (rng() % 2 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  // the numbers of the input: runs of [-+.0-9eE] right after ": "
+  std::vector<std::pair<std::size_t, std::size_t>> numbers;
+  for (std::size_t i = 0; i + 2 < size; ++i) {
+    if (data[i] != ':' || data[i + 1] != ' ') continue;
+    std::size_t end = i + 2;
+    while (end < size && std::strchr("-+.0123456789eE", data[end]) != nullptr && data[end] != '\0') ++end;
+    if (end > i + 2) numbers.emplace_back(i + 2, end);
+  }
+  if (numbers.empty()) return LLVMFuzzerMutate(data, size, max_size);
+  static const char* const kValues[] = {"0", "-0", "-1", "1", "2", "0.5", "-0.5", "1e-9", "0.0000001",
+                                        "1e9", "1e10", "1e308", "-1e308", "4.9e-324", "65537", "2147483647",
+                                        "2147483648", "1073741825", "100001", "1000000001"};
+  const auto [begin, end] = numbers[rng() % numbers.size()];
+  std::string value = kValues[rng() % std::size(kValues)];
+  if (rng() % 4 == 0) {  // the old number, scaled
+    value = std::string(reinterpret_cast<const char*>(data) + begin, end - begin) +
+            (rng() % 2 ? "000000" : "e-6");
+  }
+  const std::size_t new_size = size - (end - begin) + value.size();
+  if (new_size > max_size) return LLVMFuzzerMutate(data, size, max_size);
+  std::memmove(data + begin + value.size(), data + end, size - end);
+  std::memcpy(data + begin, value.data(), value.size());
+  return new_size;
+}
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // the oracle must know every key of the table
