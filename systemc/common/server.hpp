@@ -37,11 +37,11 @@ class BandwidthServer {
   Slot serve(Tick t, double bytes, Tick not_before = 0) {
     const Tick start = std::max({t, next_free_, not_before});
     const Tick service = transfer_ticks(bytes, bw_gbps_);
-    next_free_ = checked_add(start, service);
-    account(start, service);
+    next_free_ = saturating_add(start, service);
+    account(start, next_free_ - start);
     bytes_ += bytes;
     ++requests_;
-    return {start, next_free_, checked_add(next_free_, latency_)};
+    return {start, next_free_, saturating_add(next_free_, latency_)};
   }
 
   /// Default bound on a server's utilisation bins (256 KiB of counters).
@@ -70,10 +70,10 @@ class BandwidthServer {
 
  private:
   void account(Tick start, Tick service) {
-    busy_ += service;
+    busy_ = saturating_add(busy_, service);
     if (bin_ == 0 || service == 0) return;
     Tick t = start;
-    const Tick end = start + service;  // checked by serve()
+    const Tick end = start + service;  // serve() saturates it below kTickMax
     while ((end - 1) / bin_ >= max_bins_) coarsen();
     while (t < end) {
       const std::size_t i = static_cast<std::size_t>(t / bin_);

@@ -23,21 +23,27 @@ inline constexpr Tick kPsPerMs = 1000 * kPsPerUs;
 inline constexpr Tick kPsPerS = 1000 * kPsPerMs;
 
 // Overflow safety. Every conversion of a configured or computed double to
-// ticks is checked: a value that is not finite, negative, or not below
-// kTickConversionLimit (2^60 ps, about 13 days) throws TimeOverflow instead of
-// wrapping (a double-to-integer conversion out of range is undefined
-// behaviour). A run stops at its simulated-time limit (RunRequest::
-// max_sim_time, itself below kTickConversionLimit), so a time below the limit
-// plus up to 15 converted durations still fits in 64 bits; checked_add guards
-// the sums that the servers form.
-inline constexpr Tick kTickConversionLimit = Tick{1} << 60;
+// ticks is checked (a double-to-integer conversion out of range is undefined
+// behaviour):
+// - a duration of 2^60 ps (about 13 days) or more, infinity included, saturates to
+//   kTickNever = 2^60 ps, which lies beyond every allowed simulated-time limit
+//   (RunRequest::max_sim_time <= 2^59 ps): an event that far out is never
+//   reached, and the run stops at its limit with a clear message (exit 3);
+// - NaN and negative values throw TimeOverflow: they are bugs of
+//   the caller (configs are range-checked at load).
+// Saturation rather than an exception keeps exceptions out of SystemC
+// processes, whose coroutine stacks AddressSanitizer cannot unwind. A time
+// below the limit plus up to 14 durations fits in 64 bits; saturating_add
+// guards the sums that the servers form.
+inline constexpr Tick kTickNever = Tick{1} << 60;
+inline constexpr Tick kTickConversionLimit = kTickNever;
 
 /// Marks every TimeOverflow message; SystemC turns an exception thrown inside a
 /// process into a report that keeps only its text, so callers of sc_start find
 /// it by this tag.
 inline constexpr const char* kTimeOverflowTag = "simulated time overflow";
 
-/// A simulated time or duration that does not fit a Tick.
+/// A simulated time or duration that is not a time at all (NaN, negative).
 class TimeOverflow : public std::overflow_error {
  public:
   explicit TimeOverflow(const std::string& what)
@@ -49,13 +55,15 @@ namespace detail {
 [[noreturn]] [[gnu::noinline]] [[gnu::cold]] inline void throw_time_overflow(const char* what,
                                                                               double value) {
   throw TimeOverflow(std::string(what) + " = " + std::to_string(value) +
-                     " ps is not a time in [0, 2^60) ps");
+                      " ps is not a time (NaN or negative)");
 }
 
-/// Picoseconds (already rounded) to ticks, checked.
+/// Picoseconds (already rounded) to ticks: saturated at kTickNever, NaN and
+/// negative values rejected.
 inline Tick checked_ps(double ps, const char* what) {
   // the negated comparison also rejects NaN
-  if (!(ps >= 0.0 && ps < static_cast<double>(kTickConversionLimit))) throw_time_overflow(what, ps);
+  if (!(ps >= 0.0)) throw_time_overflow(what, ps);
+  if (ps >= static_cast<double>(kTickNever)) return kTickNever;
   return static_cast<Tick>(ps);
 }
 }  // namespace detail
@@ -66,21 +74,22 @@ inline Tick us_to_ticks(double us) { return detail::checked_ps(std::round(us * 1
 inline double ticks_to_ns(Tick t) { return static_cast<double>(t) * 1e-3; }
 inline double ticks_to_us(Tick t) { return static_cast<double>(t) * 1e-6; }
 
+/// Picoseconds (possibly fractional) to ticks, rounded up; saturated and
+/// checked like every conversion here.
+inline Tick ceil_ps_to_ticks(double ps) { return detail::checked_ps(std::ceil(ps), "ceil_ps_to_ticks"); }
+
 /// Time to move `bytes` at `gbps` gigabytes per second (1 GB = 1e9 bytes),
 /// rounded up to a whole picosecond so that a server never runs faster than
-/// its configured bandwidth. Zero or negative bandwidth and negative bytes
-/// throw TimeOverflow.
+/// its configured bandwidth; saturated at kTickNever. A bandwidth that is not
+/// > 0 and negative bytes throw TimeOverflow.
 inline Tick transfer_ticks(double bytes, double gbps) {
   // bytes / (gbps * 1e9 B/s) seconds = bytes * 1e3 / gbps picoseconds
   if (!(gbps > 0.0)) detail::throw_time_overflow("transfer_ticks at a bandwidth <= 0, bytes", bytes);
   return detail::checked_ps(std::ceil(bytes * 1e3 / gbps), "transfer_ticks");
 }
 
-/// a + b, or TimeOverflow when the sum does not fit a Tick.
-inline Tick checked_add(Tick a, Tick b) {
-  if (b > kTickMax - a) detail::throw_time_overflow("checked_add", static_cast<double>(a) + static_cast<double>(b));
-  return a + b;
-}
+/// a + b, saturated at kTickMax instead of wrapping.
+inline Tick saturating_add(Tick a, Tick b) { return b > kTickMax - a ? kTickMax : a + b; }
 
 /// Integer ceiling division.
 template <typename T>

@@ -38,7 +38,7 @@ KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups) cons
       for (std::int64_t j = 0; j < nt; ++j) {
         const std::int64_t cols = std::min(tn, g.n - j * tn);
         const double flops = 2.0 * static_cast<double>(rows * cols) * static_cast<double>(g.k);
-        const auto ticks = static_cast<Tick>(std::ceil(flops / (per_sm_flops_per_tick_ * eff)));
+        const auto ticks = ceil_ps_to_ticks(flops / (per_sm_flops_per_tick_ * eff));
         const Tick free_at = sms.top();
         sms.pop();
         sms.push(free_at + ticks);
@@ -55,13 +55,13 @@ KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups) cons
     sms.pop();
   }
   cost.compute_makespan = makespan;
-  const auto mem = static_cast<Tick>(std::ceil(cost.hbm_bytes / hbm_bytes_per_tick_));
+  const auto mem = ceil_ps_to_ticks(cost.hbm_bytes / hbm_bytes_per_tick_);
   cost.duration = std::max(makespan, mem);
   return cost;
 }
 
 Tick ComputeModel::memory_bound(double bytes) const {
-  return static_cast<Tick>(std::ceil(bytes / hbm_bytes_per_tick_));
+  return ceil_ps_to_ticks(bytes / hbm_bytes_per_tick_);
 }
 
 }  // namespace moehub
