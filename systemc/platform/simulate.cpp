@@ -232,6 +232,9 @@ std::uint64_t peak_rss_bytes() {
 
 namespace {
 
+/// The node of a run stopped at its time limit (see simulate()).
+Node* abandoned_node = nullptr;
+
 [[noreturn]] void throw_time_limit(const RunRequest& req) {
   throw SimTimeLimitExceeded(
       "the run had not finished when it reached its simulated-time limit of " +
@@ -260,6 +263,10 @@ RunOutput simulate(const RunRequest& req) {
   bool finished = true;
   for (const auto& r : node->records()) finished = finished && r.finished;
   if (!finished && sc_core::sc_pending_activity()) {
+    // SystemC cannot unwind the threads that did not finish, and destroying
+    // the node under their suspended stacks would orphan what lives on them;
+    // the process ends with this error, so the node is kept, reachable
+    abandoned_node = node.release();
     throw_time_limit(req);
   }
 

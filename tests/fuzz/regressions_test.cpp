@@ -101,6 +101,16 @@ TEST_F(Regression, SlowButValidSystemStopsAtTheTimeLimit) {
   EXPECT_TRUE(out_empty());
 }
 
+// A GEMM efficiency so small that a kernel lasts past 2^64 ps: its time was
+// cast to an integer out of range (undefined behaviour). It now saturates
+// past the limit, and the run stops there (found by mutate_sim.py under ASan).
+TEST_F(Regression, KernelLongerThanTheClockStopsAtTheTimeLimit) {
+  const Outcome r = run("", system_with("n_half", "999000000"));
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("simulated-time limit"), std::string::npos) << r.err;
+  EXPECT_TRUE(out_empty());
+}
+
 TEST_F(Regression, MaxSimTimeOutOfRangeIsBadInput) {
   for (const char* v : {"0", "-5", "nan", "1e300"}) {
     SCOPED_TRACE(v);
