@@ -264,8 +264,8 @@ RunOutput simulate(const RunRequest& req) {
   for (const auto& r : node->records()) finished = finished && r.finished;
   if (!finished && sc_core::sc_pending_activity()) {
     // SystemC cannot unwind the threads that did not finish, and destroying
-    // the node under their suspended stacks would orphan what lives on them;
-    // the process ends with this error, so the node is kept, reachable
+    // the node under their suspended stacks would free it under them; the
+    // process ends with this error, so the node is kept
     abandoned_node = node.release();
     throw_time_limit(req);
   }
