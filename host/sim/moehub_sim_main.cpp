@@ -189,6 +189,10 @@ int main(int argc, char** argv) {
 
   try {
     const moehub::RunOutput out = moehub::simulate(req);
+    if (out.time_limit_exceeded) {
+      std::cerr << "moehub-sim: error: " << out.time_limit_message << "; nothing written\n";
+      return kExitCheckFailed;
+    }
     try {
       write_file(results_path, out.results.dump(2) + "\n");
       if (req.timeline) write_file(timeline_path, out.timeline);
@@ -219,14 +223,6 @@ int main(int argc, char** argv) {
     // (an --imbalance-std that no routing reaches) as invalid_argument
     std::cerr << "moehub-sim: error: " << e.what() << "\n";
     return kExitBadInput;
-  } catch (const moehub::SimTimeLimitExceeded& e) {
-    std::cerr << "moehub-sim: error: " << e.what() << "; nothing written\n";
-    // The SystemC threads that did not finish stay suspended and cannot be
-    // unwound, so what lives on their stacks is never freed; end here without
-    // exit-time destructors and leak checks, which would only report that.
-    std::cout.flush();
-    std::cerr.flush();
-    std::_Exit(kExitCheckFailed);
   } catch (const std::exception& e) {
     std::cerr << "moehub-sim: internal error: " << e.what() << "\n";
     return 1;

@@ -29,19 +29,11 @@ struct RunRequest {
   /// Routing to replay (from a GPU trace) instead of generating one.
   std::optional<Routing> routing;
   std::string routing_source;  ///< where `routing` came from (for the results)
-  /// Simulated-time limit: a run that has not finished by then stops with
-  /// SimTimeLimitExceeded. At most kMaxSimTimeLimit.
+  /// Simulated-time limit: a run that has not finished by then stops, see
+  /// RunOutput::time_limit_exceeded. At most kMaxSimTimeLimit.
   Tick max_sim_time = kDefaultMaxSimTime;
   static constexpr Tick kDefaultMaxSimTime = kPsPerS;  ///< 1 s of simulated time
   static constexpr Tick kMaxSimTimeLimit = kTickConversionLimit / 2;  ///< see units.hpp
-};
-
-/// The run passed RunRequest::max_sim_time (or a time computed on the way did
-/// not fit a Tick) before every GPU finished its schedule; what() says which,
-/// when, and how to raise the limit. Nothing of the run is usable.
-class SimTimeLimitExceeded : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 struct RunOutput {
@@ -51,13 +43,19 @@ struct RunOutput {
   double wall_seconds = 0;             ///< host time of the SystemC run
   std::uint64_t fabric_transactions = 0;  ///< TLM transactions through the NVLink fabric
   std::uint64_t fabric_packets = 0;       ///< NVLink data packets they stand for
+  /// The run passed req.max_sim_time before every GPU finished: nothing else
+  /// of this output is set and `time_limit_message` says what happened.
+  /// (Reported rather than thrown: no exception may pass through a process
+  /// whose SystemC threads stay suspended, see simulate.cpp.)
+  bool time_limit_exceeded = false;
+  std::string time_limit_message;
 };
 
 /// The process's peak resident memory so far (getrusage ru_maxrss), in bytes.
 std::uint64_t peak_rss_bytes();
 
-/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs
-/// and SimTimeLimitExceeded when the run passes req.max_sim_time. The
+/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs;
+/// a run that passes req.max_sim_time sets RunOutput::time_limit_exceeded. The
 /// results hold a "host" object (peak memory, wall time) that differs from run
 /// to run; everything else is deterministic.
 RunOutput simulate(const RunRequest& req);
