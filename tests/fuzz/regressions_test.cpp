@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -44,10 +43,13 @@ class Regression : public ::testing::Test {
   /// The base system with `key: old` replaced by `key: value` (first match).
   std::string system_with(const std::string& key, const std::string& value) {
     std::string text = slurp(kSeeds + "/system-2gpu.yaml");
-    const std::regex re("(\\n\\s*" + key + ": )[^ #\\n]+");
-    std::smatch m;
-    EXPECT_TRUE(std::regex_search(text, m, re)) << key;
-    text = m.prefix().str() + m[1].str() + value + m.suffix().str();
+    // the value after the first "<indent>key: "
+    const std::size_t at = text.find(" " + key + ": ");
+    EXPECT_NE(at, std::string::npos) << key;
+    if (at == std::string::npos) return "";
+    const std::size_t begin = at + key.size() + 3;
+    const std::size_t end = text.find_first_of(" #\n", begin);
+    text = text.substr(0, begin) + value + text.substr(end);
     const fs::path p = dir_ / "system.yaml";
     std::ofstream(p) << text;
     return p.string();
