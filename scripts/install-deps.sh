@@ -12,13 +12,14 @@ PACKAGES=(
   libcli11-dev              # command lines
   libgtest-dev libgmock-dev googletest  # unit tests
   libbenchmark-dev          # benchmarks
-  python3                   # report scripts
+  python3                   # report scripts, tests/fuzz/mutate_sim.py
   verilator                 # 5.006: lint and the C++ testbenches of rtl/ (tb/)
   yosys                     # 0.23: synthesis to ASAP7 cells (synth/)
   opensta                   # OpenSTA 2.0.17, binary `sta`: static timing of the netlists
   iverilog                  # a second SystemVerilog front end for quick checks
   z3                        # SMT solver behind yosys-smtbmc for formal checks
   gzip                      # the ASAP7 liberty files ship gzipped
+  clang libclang-rt-14-dev  # libFuzzer targets of tests/fuzz (-fsanitize=fuzzer)
 )
 
 missing=()

@@ -2,7 +2,8 @@
 // node under one dispatch schedule and reports what happened.
 //
 // Exit status: 0 success, 2 bad input (command line or config), 3 the run's
-// self-checks failed, 1 an internal error.
+// self-checks failed or it passed its simulated-time limit (--max-sim-time;
+// nothing is written then), 1 an internal error (a bug).
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -94,6 +95,29 @@ class ProgressBar {
   Clock::time_point start_, last_;
 };
 
+// An output path must name a file (not a folder) in an existing folder, with
+// room for the ".tmp" suffix of write_file in its name.
+void check_output_path(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  if (path.empty() || name.empty() || name == "." || name == "..") {
+    throw moehub::ConfigError("<command line>", flag, "'" + path + "' does not name a file");
+  }
+  if (name.size() + 4 > 255) {
+    throw moehub::ConfigError("<command line>", flag, "the file name is longer than 251 characters");
+  }
+  std::error_code ec;
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) {
+    throw moehub::ConfigError("<command line>", flag,
+                              "'" + path + "': the folder '" + parent.string() + "' does not exist");
+  }
+  if (fs::is_directory(p, ec)) {
+    throw moehub::ConfigError("<command line>", flag, "'" + path + "' is a folder, not a file");
+  }
+}
+
 }  // namespace
 
 // Our own main(): it takes precedence over the one in libsystemc (which would
@@ -114,6 +138,7 @@ int main(int argc, char** argv) {
   moehub::WorkloadConfig wl;
   int comm_sms = moehub::ScheduleOptions{}.comm_sms;
   int repeat = 1;
+  double max_sim_time_us = moehub::ticks_to_us(moehub::RunRequest::kDefaultMaxSimTime);
 
   app.add_option("--system", system, "system config: a name under configs/systems or a YAML path")
       ->capture_default_str();
@@ -138,6 +163,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--results", results_path, "results JSON path (default OUT_DIR/results.json)");
   app.add_option("--timeline", timeline_path, "Chrome trace path (default OUT_DIR/timeline.json)");
+  app.add_option("--max-sim-time", max_sim_time_us,
+                 "stop with exit status 3 when the run passes this much simulated time, in us")
+      ->capture_default_str();
   app.add_flag("--no-timeline", no_timeline, "do not write the Chrome trace");
   app.add_flag("--quiet", quiet, "no table on stdout and no progress on stderr");
 
@@ -176,6 +204,13 @@ int main(int argc, char** argv) {
       throw moehub::ConfigError("<command line>", "--schedule",
                                 "must be one of " + allowed + " (got '" + schedule + "')");
     }
+    const double max_sim_time_limit_us = moehub::ticks_to_us(moehub::RunRequest::kMaxSimTimeLimit);
+    if (!(max_sim_time_us >= 1e-6 && max_sim_time_us <= max_sim_time_limit_us)) {
+      throw moehub::ConfigError("<command line>", "--max-sim-time",
+                                "must be in [1e-06, " + std::to_string(max_sim_time_limit_us) +
+                                    "] us (got " + std::to_string(max_sim_time_us) + ")");
+    }
+    req.max_sim_time = moehub::us_to_ticks(max_sim_time_us);
     if (repeat < 1 || repeat > 1000) {
       throw moehub::ConfigError("<command line>", "--repeat",
                                 "must be in 1..1000 (got " + std::to_string(repeat) + ")");
@@ -202,6 +237,13 @@ int main(int argc, char** argv) {
   req.timeline = !no_timeline;
   if (results_path.empty()) results_path = out_dir + "/results.json";
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
+  try {
+    check_output_path("--results", results_path);
+    if (req.timeline) check_output_path("--timeline", timeline_path);
+  } catch (const moehub::ConfigError& e) {
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
 
   try {
     std::optional<ProgressBar> bar;
@@ -211,8 +253,20 @@ int main(int argc, char** argv) {
     }
     const moehub::RunOutput out = moehub::simulate(req);
     bar.reset();
-    write_file(results_path, out.results.dump(2) + "\n");
-    if (req.timeline) write_file(timeline_path, out.timeline);
+    if (out.time_limit_exceeded) {
+      std::cerr << "moehub-sim: error: " << out.time_limit_message << "; nothing written\n";
+      return kExitCheckFailed;
+    }
+    try {
+      write_file(results_path, out.results.dump(2) + "\n");
+      if (req.timeline) write_file(timeline_path, out.timeline);
+    } catch (const std::exception& e) {
+      // an output that cannot be written (disk full, permissions): no partial set of outputs
+      std::error_code ec;
+      std::filesystem::remove(results_path, ec);
+      std::cerr << "moehub-sim: error: " << e.what() << "; nothing written\n";
+      return kExitBadInput;
+    }
     if (!quiet) {
       std::cout << moehub::format_table(out.results);
       std::printf("wall time %.3f s, %llu fabric transactions (%llu NVLink data packets), %.3g packets/s\n",
@@ -228,6 +282,11 @@ int main(int argc, char** argv) {
       for (const auto& e : out.check_errors) std::cerr << "  " << e << "\n";
       return kExitCheckFailed;
     }
+  } catch (const std::invalid_argument& e) {
+    // simulate() reports inputs that only the workload generator can judge
+    // (an --imbalance-std that no routing reaches) as invalid_argument
+    std::cerr << "moehub-sim: error: " << e.what() << "\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "moehub-sim: internal error: " << e.what() << "\n";
     return 1;

@@ -6,7 +6,10 @@
 // code that builds a config by hand. The YAML files under configs/
 // mirror these structures key for key (same names, same nesting); the loader
 // (config_loader.hpp) rejects missing keys, unknown keys, wrong types and
-// values out of range, naming the file and the key.
+// values out of range, naming the file and the key. The ranges noted on the
+// fields below are lower bounds only; the full allowed range of every numeric
+// key (upper bounds included) is the table in config_ranges.cpp, shown in
+// docs/configs.md.
 #pragma once
 
 #include <cstdint>

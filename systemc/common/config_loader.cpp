@@ -1,6 +1,10 @@
 // Strict YAML reading of system and model configs; see config_loader.hpp.
 #include "common/config_loader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+
+#include "common/config_ranges.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -194,25 +198,78 @@ YAML::Node load_yaml_document(const std::string& path) {
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw ConfigError(path, "", "cannot read the file: read error");
+  return parse_yaml_document(text, path);
+}
 
-  std::vector<YAML::Node> docs;
+namespace {
+
+/// Counts the documents of a YAML stream through the parser's events, and
+/// notices a parser that reports document after document without consuming
+/// input (yaml-cpp 0.7 does so on an input of a lone ","; YAML::LoadAll then
+/// never returns and exhausts memory).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    stuck_ = documents_ > 0 && mark.pos == last_.pos;
+    last_ = mark;
+    ++documents_;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::size_t documents() const { return documents_; }
+  bool stuck() const { return stuck_; }
+  const YAML::Mark& last() const { return last_; }
+
+ private:
+  std::size_t documents_ = 0;
+  bool stuck_ = false;
+  YAML::Mark last_ = YAML::Mark::null_mark();
+};
+
+constexpr std::size_t kMaxDocumentsCounted = 16;
+
+}  // namespace
+
+YAML::Node parse_yaml_document(const std::string& text, const std::string& path) {
+  const auto syntax_error = [&](const YAML::Mark& mark, const std::string& msg) {
+    return ConfigError(path, "",
+                       "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+                           ": YAML syntax error: " + msg);
+  };
+  YAML::Node doc;
+  std::size_t documents = 0;
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    while (counter.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(counter)) {
+      if (counter.stuck()) throw syntax_error(counter.last(), "the parser makes no progress here");
+    }
+    documents = counter.documents();
+    if (documents == 1) doc = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(path, "",
-                      "line " + std::to_string(e.mark.line + 1) + ", column " +
-                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    throw syntax_error(e.mark, e.msg);
   } catch (const YAML::Exception& e) {
     throw ConfigError(path, "", std::string("YAML error: ") + e.what());
   }
-  if (docs.size() > 1) {
+  if (documents > 1) {
     throw ConfigError(path, "",
-                      "holds " + std::to_string(docs.size()) + " YAML documents; expected one");
+                      "holds " + (documents >= kMaxDocumentsCounted ? "more than " : std::string()) +
+                          std::to_string(documents >= kMaxDocumentsCounted ? documents - 1 : documents) +
+                          " YAML documents; expected one");
   }
-  if (docs.empty() || docs.front().IsNull()) {
+  if (documents == 0 || doc.IsNull()) {
     throw ConfigError(path, "", "the file is empty; expected a map of keys");
   }
-  return docs.front();
+  return doc;
 }
 
 // ---------------------------------------------------------------------------
@@ -342,47 +399,65 @@ void StrictMap::finish() const {
 
 namespace {
 
+/// The range of `key` of map `m` from the table of config_ranges.hpp.
+Range table_range(const StrictMap& m, const std::string& key, ConfigKind kind, bool integer) {
+  const KeyRange& r = key_range(kind, m.key_path(key));
+  if (r.integer != integer) {
+    throw std::logic_error("config key '" + m.key_path(key) + "' is read as " +
+                           (integer ? "an integer" : "a number") + " but the range table says otherwise");
+  }
+  return Range::bounded(r.lo, r.lo_inclusive, r.hi, r.hi_inclusive);
+}
+
+int int_key(StrictMap& m, const std::string& key, ConfigKind kind = ConfigKind::kSystem) {
+  return m.get_int(key, table_range(m, key, kind, true));
+}
+
+double number_key(StrictMap& m, const std::string& key, ConfigKind kind = ConfigKind::kSystem) {
+  return m.get_double(key, table_range(m, key, kind, false));
+}
+
 void read_gemm(StrictMap m, GemmEfficiencyConfig& g) {
-  g.max_efficiency = m.get_double("max_efficiency", Range::left_open(0, 1));
-  g.m_half = m.get_double("m_half", Range::at_least(0));
-  g.n_half = m.get_double("n_half", Range::at_least(0));
-  g.k_half = m.get_double("k_half", Range::at_least(0));
+  g.max_efficiency = number_key(m, "max_efficiency");
+  g.m_half = number_key(m, "m_half");
+  g.n_half = number_key(m, "n_half");
+  g.k_half = number_key(m, "k_half");
   m.finish();
 }
 
 void read_gpu(StrictMap m, GpuConfig& g) {
   g.name = m.get_string("name");
-  g.num_sms = m.get_int("num_sms", Range::at_least(1));
-  g.sm_clock_ghz = m.get_double("sm_clock_ghz", Range::greater_than(0));
-  g.dense_bf16_tflops = m.get_double("dense_bf16_tflops", Range::greater_than(0));
+  g.num_sms = int_key(m, "num_sms");
+  g.sm_clock_ghz = number_key(m, "sm_clock_ghz");
+  g.dense_bf16_tflops = number_key(m, "dense_bf16_tflops");
   read_gemm(m.get_map("gemm"), g.gemm);
-  g.gemm_tile_m = m.get_int("gemm_tile_m", Range::at_least(1));
-  g.gemm_tile_n = m.get_int("gemm_tile_n", Range::at_least(1));
+  g.gemm_tile_m = int_key(m, "gemm_tile_m");
+  g.gemm_tile_n = int_key(m, "gemm_tile_n");
   g.remote_store_bytes_per_cycle_per_sm =
-      m.get_double("remote_store_bytes_per_cycle_per_sm", Range::greater_than(0));
-  g.hbm_bw_gbps = m.get_double("hbm_bw_gbps", Range::greater_than(0));
-  g.hbm_latency_ns = m.get_double("hbm_latency_ns", Range::at_least(0));
-  g.memory_kernel_efficiency = m.get_double("memory_kernel_efficiency", Range::left_open(0, 1));
-  g.xbar_bw_gbps = m.get_double("xbar_bw_gbps", Range::greater_than(0));
-  g.xbar_latency_ns = m.get_double("xbar_latency_ns", Range::at_least(0));
-  g.hub_latency_ns = m.get_double("hub_latency_ns", Range::at_least(0));
+      number_key(m, "remote_store_bytes_per_cycle_per_sm");
+  g.hbm_bw_gbps = number_key(m, "hbm_bw_gbps");
+  g.hbm_latency_ns = number_key(m, "hbm_latency_ns");
+  g.memory_kernel_efficiency = number_key(m, "memory_kernel_efficiency");
+  g.xbar_bw_gbps = number_key(m, "xbar_bw_gbps");
+  g.xbar_latency_ns = number_key(m, "xbar_latency_ns");
+  g.hub_latency_ns = number_key(m, "hub_latency_ns");
   m.finish();
 }
 
 void read_nvlink(StrictMap m, NvlinkConfig& n) {
-  n.flit_bytes = m.get_int("flit_bytes", Range::at_least(1));
-  n.max_payload_bytes = m.get_int("max_payload_bytes", Range::at_least(1));
+  n.flit_bytes = int_key(m, "flit_bytes");
+  n.max_payload_bytes = int_key(m, "max_payload_bytes");
   if (n.max_payload_bytes % n.flit_bytes != 0) {
     m.fail("max_payload_bytes", "must be a multiple of flit_bytes = " +
                                     std::to_string(n.flit_bytes) + " (got " +
                                     std::to_string(n.max_payload_bytes) + ")");
   }
-  n.header_flits = m.get_int("header_flits", Range::at_least(0));
-  n.ack_flits = m.get_int("ack_flits", Range::at_least(0));
+  n.header_flits = int_key(m, "header_flits");
+  n.ack_flits = int_key(m, "ack_flits");
   n.bw_gbps_per_direction_per_gpu =
-      m.get_double("bw_gbps_per_direction_per_gpu", Range::greater_than(0));
-  n.gpu_switch_latency_ns = m.get_double("gpu_switch_latency_ns", Range::at_least(0));
-  n.credits_flits = m.get_int("credits_flits", Range::at_least(1));
+      number_key(m, "bw_gbps_per_direction_per_gpu");
+  n.gpu_switch_latency_ns = number_key(m, "gpu_switch_latency_ns");
+  n.credits_flits = int_key(m, "credits_flits");
   const long long max_packet_flits =
       static_cast<long long>(n.header_flits) + n.max_payload_bytes / n.flit_bytes;
   if (n.credits_flits < max_packet_flits) {
@@ -394,42 +469,50 @@ void read_nvlink(StrictMap m, NvlinkConfig& n) {
 }
 
 void read_nvswitch(StrictMap m, NvswitchConfig& s) {
-  s.num_switches = m.get_int("num_switches", Range::at_least(1));
-  s.crossing_latency_ns = m.get_double("crossing_latency_ns", Range::at_least(0));
+  s.num_switches = int_key(m, "num_switches");
+  s.crossing_latency_ns = number_key(m, "crossing_latency_ns");
   m.finish();
 }
 
 void read_host(StrictMap m, HostConfig& h) {
-  h.kernel_launch_us = m.get_double("kernel_launch_us", Range::at_least(0));
-  h.stream_sync_us = m.get_double("stream_sync_us", Range::at_least(0));
-  h.collective_setup_us = m.get_double("collective_setup_us", Range::at_least(0));
+  h.kernel_launch_us = number_key(m, "kernel_launch_us");
+  h.stream_sync_us = number_key(m, "stream_sync_us");
+  h.collective_setup_us = number_key(m, "collective_setup_us");
   m.finish();
 }
 
 void read_hub(StrictMap m, HubConfig& h) {
   h.implementation = m.get_enum("implementation", {"address-centric"});
-  h.clock_ghz = m.get_double("clock_ghz", Range::greater_than(0));
-  h.write_buffer_entries = m.get_int("write_buffer_entries", Range::at_least(1));
+  h.clock_ghz = number_key(m, "clock_ghz");
+  h.write_buffer_entries = int_key(m, "write_buffer_entries");
   m.finish();
 }
 
 void read_sim(StrictMap m, SimConfig& s) {
   s.granularity = m.get_enum("granularity", {"packet", "row"});
   s.bulk_granularity = m.get_enum("bulk_granularity", {"packet", "row"});
-  s.sync_quantum_ns = m.get_double("sync_quantum_ns", Range::greater_than(0));
-  s.timeline_bin_us = m.get_double("timeline_bin_us", Range::greater_than(0));
-  s.hbm_slice_bytes = m.get_int("hbm_slice_bytes", Range::at_least(128));
+  s.sync_quantum_ns = number_key(m, "sync_quantum_ns");
+  s.timeline_bin_us = number_key(m, "timeline_bin_us");
+  s.hbm_slice_bytes = int_key(m, "hbm_slice_bytes");
   m.finish();
 }
 
 }  // namespace
 
 SystemConfig load_system_config(const std::string& path) {
-  StrictMap root(load_yaml_document(path), path, "");
+  return read_system_config(load_yaml_document(path), path);
+}
+
+SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name) {
+  return read_system_config(parse_yaml_document(yaml_text, name), name);
+}
+
+SystemConfig read_system_config(const YAML::Node& document, const std::string& path) {
+  StrictMap root(document, path, "");
   SystemConfig s;
   s.source_file = path;
   s.name = root.get_string("name");
-  s.num_gpus = root.get_int("num_gpus", Range::at_least(2));
+  s.num_gpus = int_key(root, "num_gpus");
   read_gpu(root.get_map("gpu"), s.gpu);
   read_nvlink(root.get_map("nvlink"), s.nvlink);
   read_nvswitch(root.get_map("nvswitch"), s.nvswitch);
@@ -444,21 +527,29 @@ SystemConfig load_system_config(const std::string& path) {
 // Models
 
 ModelConfig load_model_config(const std::string& path) {
-  StrictMap root(load_yaml_document(path), path, "");
+  return read_model_config(load_yaml_document(path), path);
+}
+
+ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name) {
+  return read_model_config(parse_yaml_document(yaml_text, name), name);
+}
+
+ModelConfig read_model_config(const YAML::Node& document, const std::string& path) {
+  StrictMap root(document, path, "");
   ModelConfig m;
   m.source_file = path;
   m.name = root.get_string("name");
-  m.hidden_size = root.get_int("hidden_size", Range::at_least(1));
-  m.expert_ffn_size = root.get_int("expert_ffn_size", Range::at_least(1));
-  m.num_experts = root.get_int("num_experts", Range::at_least(1));
-  m.top_k = root.get_int("top_k", Range::at_least(1));
+  m.hidden_size = int_key(root, "hidden_size", ConfigKind::kModel);
+  m.expert_ffn_size = int_key(root, "expert_ffn_size", ConfigKind::kModel);
+  m.num_experts = int_key(root, "num_experts", ConfigKind::kModel);
+  m.top_k = int_key(root, "top_k", ConfigKind::kModel);
   if (m.top_k > m.num_experts) {
     root.fail("top_k", "must be <= num_experts = " + std::to_string(m.num_experts) + " (got " +
                            std::to_string(m.top_k) + ")");
   }
-  m.shared_expert_ffn_size = root.get_int("shared_expert_ffn_size", Range::at_least(0));
-  m.num_layers = root.get_int("num_layers", Range::at_least(1));
-  m.dtype_bytes = root.get_int("dtype_bytes", Range::at_least(1));
+  m.shared_expert_ffn_size = int_key(root, "shared_expert_ffn_size", ConfigKind::kModel);
+  m.num_layers = int_key(root, "num_layers", ConfigKind::kModel);
+  m.dtype_bytes = int_key(root, "dtype_bytes", ConfigKind::kModel);
   root.finish();
   return m;
 }
@@ -512,6 +603,18 @@ void validate_run(const SystemConfig& system, const ModelConfig& model,
     throw ConfigError(cl, "--tokens",
                       "must be >= num_gpus = " + std::to_string(system.num_gpus) + " of system '" +
                           system.name + "' (got " + std::to_string(workload.tokens) + ")");
+  }
+  if (workload.tokens > kMaxTokens) {
+    throw ConfigError(cl, "--tokens",
+                      "must be in [num_gpus = " + std::to_string(system.num_gpus) + ", " +
+                          std::to_string(kMaxTokens) + "] (got " + std::to_string(workload.tokens) +
+                          ")");
+  }
+  if (workload.tokens * model.top_k > kMaxRoutedTokens) {
+    throw ConfigError(cl, "--tokens",
+                      "tokens x top_k = " + std::to_string(workload.tokens) + " x " +
+                          std::to_string(model.top_k) + " must be <= " +
+                          std::to_string(kMaxRoutedTokens) + " routed tokens");
   }
   if (model.top_k < 1 || model.top_k > model.num_experts) {
     throw ConfigError(cl, "--top-k",

@@ -5,9 +5,10 @@
 // types and values out of range are errors. Every error is a ConfigError whose
 // what() is one line for people:
 //
-//   <file>: key 'gpu.hbm_bw_gbps': must be > 0 (got -5)
+//   <file>: key 'gpu.hbm_bw_gbps': must be in [0.001, 100000] (got -5)
 //
-// Keys are dotted paths from the document root. The strict reader below
+// Keys are dotted paths from the document root. Every numeric key's allowed
+// range comes from one table (config_ranges.hpp). The strict reader below
 // (StrictMap) is public so that other YAML loaders get the same behaviour.
 #pragma once
 
@@ -44,6 +45,14 @@ SystemConfig load_system_config(const std::string& path);
 /// Reads, checks and returns a model config; `source_file` is set to `path`.
 ModelConfig load_model_config(const std::string& path);
 
+/// As load_system_config / load_model_config, from YAML text held in memory;
+/// `name` stands for the file in messages and in `source_file`.
+SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name);
+ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name);
+/// As above, from a document already read (load_yaml_document).
+SystemConfig read_system_config(const YAML::Node& document, const std::string& path);
+ModelConfig read_model_config(const YAML::Node& document, const std::string& path);
+
 /// A path that exists is returned as is; otherwise `name_or_path` is taken as
 /// the name of a shipped config, MOEHUB_CONFIG_DIR "/" kind "/" name ".yaml"
 /// (kind is "systems" or "models"). An unknown name is a ConfigError whose
@@ -73,6 +82,9 @@ class Range {
   static Range greater_than(double lo) { return Range(lo, false, std::nullopt, false); }
   static Range closed(double lo, double hi) { return Range(lo, true, hi, true); }
   static Range left_open(double lo, double hi) { return Range(lo, false, hi, true); }
+  static Range bounded(double lo, bool lo_inclusive, double hi, bool hi_inclusive) {
+    return Range(lo, lo_inclusive, hi, hi_inclusive);
+  }
 
   bool contains(double v) const;
   std::string describe() const;
@@ -91,6 +103,8 @@ class Range {
 /// files, syntax errors (with line and column) and empty files are
 /// ConfigErrors naming the file.
 YAML::Node load_yaml_document(const std::string& path);
+/// The same checks on YAML text held in memory; `path` names it in messages.
+YAML::Node parse_yaml_document(const std::string& text, const std::string& path);
 
 /// One YAML map read strictly: each getter marks its key as allowed and read;
 /// finish() rejects every key of the map that no getter asked for, listing the

@@ -3,7 +3,10 @@
 // a request that arrives at `t` starts at max(t, next_free), occupies the
 // server for bytes / bandwidth and leaves after the server's latency.
 // Busy time is accumulated for utilisation, optionally into time bins for
-// timeline counters.
+// timeline counters. The bins are bounded: when a request reaches past
+// max_bins bins, adjacent bins are merged pairwise and the bin width doubles
+// (as often as needed), so a server holds at most max_bins counters however
+// long the simulated span; readers take the width from bin_ticks().
 #pragma once
 
 #include <algorithm>
@@ -34,15 +37,23 @@ class BandwidthServer {
   Slot serve(Tick t, double bytes, Tick not_before = 0) {
     const Tick start = std::max({t, next_free_, not_before});
     const Tick service = transfer_ticks(bytes, bw_gbps_);
-    next_free_ = start + service;
-    account(start, service);
+    next_free_ = saturating_add(start, service);
+    account(start, next_free_ - start);
     bytes_ += bytes;
     ++requests_;
-    return {start, next_free_, next_free_ + latency_};
+    return {start, next_free_, saturating_add(next_free_, latency_)};
   }
 
-  /// Enables utilisation bins of `bin` ticks (0 disables).
-  void set_bin(Tick bin) { bin_ = bin; }
+  /// Default bound on a server's utilisation bins (256 KiB of counters).
+  static constexpr std::size_t kDefaultMaxBins = std::size_t{1} << 15;
+
+  /// Enables utilisation bins of `bin` ticks (0 disables), at most `max_bins`
+  /// of them (>= 1); past that the bins coarsen, see the header comment.
+  void set_bin(Tick bin, std::size_t max_bins = kDefaultMaxBins) {
+    bin_ = bin;
+    max_bins_ = std::max<std::size_t>(1, max_bins);
+    bins_.clear();
+  }
 
   const std::string& name() const { return name_; }
   double bw_gbps() const { return bw_gbps_; }
@@ -51,16 +62,19 @@ class BandwidthServer {
   Tick busy() const { return busy_; }
   double bytes() const { return bytes_; }
   std::uint64_t requests() const { return requests_; }
-  /// Busy ticks per bin (bin i covers [i*bin, (i+1)*bin)).
+  /// Busy ticks per bin (bin i covers [i*bin_ticks(), (i+1)*bin_ticks())).
   const std::vector<Tick>& bins() const { return bins_; }
+  /// Current bin width: the configured one times 2^(coarsenings).
   Tick bin_ticks() const { return bin_; }
+  std::size_t max_bins() const { return max_bins_; }
 
  private:
   void account(Tick start, Tick service) {
-    busy_ += service;
+    busy_ = saturating_add(busy_, service);
     if (bin_ == 0 || service == 0) return;
     Tick t = start;
-    const Tick end = start + service;
+    const Tick end = start + service;  // serve() saturates it below kTickMax
+    while ((end - 1) / bin_ >= max_bins_) coarsen();
     while (t < end) {
       const std::size_t i = static_cast<std::size_t>(t / bin_);
       if (bins_.size() <= i) bins_.resize(i + 1, 0);
@@ -71,6 +85,16 @@ class BandwidthServer {
     }
   }
 
+  /// Merges bins pairwise and doubles the bin width.
+  void coarsen() {
+    const std::size_t n = (bins_.size() + 1) / 2;
+    for (std::size_t k = 0; k < n; ++k) {
+      bins_[k] = bins_[2 * k] + (2 * k + 1 < bins_.size() ? bins_[2 * k + 1] : 0);
+    }
+    bins_.resize(n);
+    bin_ *= 2;
+  }
+
   std::string name_;
   double bw_gbps_ = 1;
   Tick latency_ = 0;
@@ -79,6 +103,7 @@ class BandwidthServer {
   double bytes_ = 0;
   std::uint64_t requests_ = 0;
   Tick bin_ = 0;
+  std::size_t max_bins_ = kDefaultMaxBins;
   std::vector<Tick> bins_;
 };
 

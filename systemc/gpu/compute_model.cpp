@@ -21,7 +21,7 @@ double ComputeModel::efficiency(const GemmShape& g) const {
 
 Tick ComputeModel::tile_ticks(const GemmShape& g, std::int64_t rows, std::int64_t cols, double eff) const {
   const double flops = 2.0 * static_cast<double>(rows * cols) * static_cast<double>(g.k);
-  return static_cast<Tick>(std::ceil(flops / (per_sm_flops_per_tick_ * eff)));
+  return ceil_ps_to_ticks(flops / (per_sm_flops_per_tick_ * eff));
 }
 
 std::vector<Tick> ComputeModel::tiles(const std::vector<GemmShape>& groups) const {
@@ -75,7 +75,7 @@ KernelCost ComputeModel::grouped_gemm(const std::vector<GemmShape>& groups, int 
 }
 
 Tick ComputeModel::memory_bound(double bytes) const {
-  return static_cast<Tick>(std::ceil(bytes / hbm_bytes_per_tick_));
+  return ceil_ps_to_ticks(bytes / hbm_bytes_per_tick_);
 }
 
 }  // namespace moehub

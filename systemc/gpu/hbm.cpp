@@ -60,7 +60,7 @@ void Hbm::next_slice(std::size_t f, Tick ready) {
   const double n = std::min(slice_bytes_, fl.remaining);
   if (fl.bytes_per_tick > 0) {
     // paced: the slice is ready once the rate allows its last byte
-    const auto paced = fl.start + static_cast<Tick>((fl.issued + n) / fl.bytes_per_tick);
+    const Tick paced = saturating_add(fl.start, ceil_ps_to_ticks((fl.issued + n) / fl.bytes_per_tick));
     ready = std::max(ready, paced);
   }
   fl.issued += n;

@@ -67,7 +67,7 @@ void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
 }
 
 Tick Hub::cycles(std::uint32_t n) const {
-  return n == 0 ? 0 : static_cast<Tick>(std::ceil(static_cast<double>(n) * 1e3 / hub_clock_ghz_));
+  return n == 0 ? 0 : ceil_ps_to_ticks(static_cast<double>(n) * 1e3 / hub_clock_ghz_);
 }
 
 void Hub::wake(Tick t) {

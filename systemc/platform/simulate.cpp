@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
+
+#include <sys/resource.h>
 
 #include "common/sc_time_util.hpp"
 #include "platform/node.hpp"
@@ -15,7 +18,30 @@
 
 namespace moehub {
 
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+namespace {
+
+/// The node of a run stopped at its time limit (see simulate()).
+Node* abandoned_node = nullptr;
+
+std::string time_limit_message(const RunRequest& req) {
+  return "the run had not finished when it reached its simulated-time limit of " +
+         std::to_string(static_cast<long long>(ticks_to_us(req.max_sim_time))) +
+         " us (raise it with --max-sim-time, in us); a run this long usually means that a bandwidth, "
+         "latency or clock in the system config is far from its usual scale";
+}
+
+}  // namespace
+
 RunOutput simulate(const RunRequest& req) {
+  if (req.max_sim_time == 0 || req.max_sim_time > RunRequest::kMaxSimTimeLimit) {
+    throw std::invalid_argument("max_sim_time must be in [1, 2^59] ps");
+  }
   set_picosecond_resolution();
   const Routing routing =
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
@@ -33,7 +59,9 @@ RunOutput simulate(const RunRequest& req) {
     Tick slice = base;
     do {
       const auto s0 = std::chrono::steady_clock::now();
-      sc_core::sc_start(to_sc(slice));
+      const Tick now = now_ticks();
+      if (now >= req.max_sim_time) break;
+      sc_core::sc_start(to_sc(std::min(slice, req.max_sim_time - now)));
       const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       if (wall_s < kShortSliceS && slice < 64 * base) slice *= 2;
       if (wall_s > kLongSliceS && slice > base) slice /= 2;
@@ -41,11 +69,26 @@ RunOutput simulate(const RunRequest& req) {
       req.progress(p.done, p.total);
     } while (sc_core::sc_pending_activity());
   } else {
-    sc_core::sc_start();
+    // times too long for any run saturate at kTickNever (units.hpp), past the
+    // limit: such a run stops here with work still pending
+    sc_core::sc_start(to_sc(req.max_sim_time));
   }
   const auto t1 = std::chrono::steady_clock::now();
-
+  bool finished = true;
+  for (const auto& r : node->records()) finished = finished && r.finished;
   RunOutput out;
+  if (!finished && sc_core::sc_pending_activity()) {
+    // SystemC cannot unwind the threads that did not finish: the node is kept
+    // rather than destroyed under their suspended stacks, and the outcome is
+    // returned, not thrown (with SystemC's coroutines, AddressSanitizer loses
+    // track of the stack once they ran, and unwinding through main reports
+    // false stack-buffer-overflows)
+    abandoned_node = node.release();
+    out.time_limit_exceeded = true;
+    out.time_limit_message = time_limit_message(req);
+    return out;
+  }
+
   out.check_errors = node->verify();
   for (std::size_t g = 0; g < node->records().size(); ++g) {
     if (!node->records()[g].finished) {
@@ -61,6 +104,8 @@ RunOutput simulate(const RunRequest& req) {
   for (int g = 0; g < node->num_gpus(); ++g) {
     for (int p = 0; p < node->planes(); ++p) out.fabric_all_packets += node->uplink(g, p).packets();
   }
+  // differs from run to run: kept apart, in one object that comparisons drop
+  out.results["host"] = {{"peak_rss_bytes", peak_rss_bytes()}, {"wall_seconds", out.wall_seconds}};
   return out;
 }
 

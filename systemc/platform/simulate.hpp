@@ -11,11 +11,13 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/config.hpp"
 #include "platform/table.hpp"
+#include "common/units.hpp"
 #include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 
@@ -41,6 +43,11 @@ struct RunRequest {
   /// Assumption: 10 us of simulated time is a small fraction of a layer (ms)
   /// and well under a second of wall time even at packet granularity.
   double progress_every_us = 10;
+  /// Simulated-time limit: a run that has not finished by then stops, see
+  /// RunOutput::time_limit_exceeded. At most kMaxSimTimeLimit.
+  Tick max_sim_time = kDefaultMaxSimTime;
+  static constexpr Tick kDefaultMaxSimTime = kPsPerS;  ///< 1 s of simulated time
+  static constexpr Tick kMaxSimTimeLimit = kTickConversionLimit / 2;  ///< see units.hpp
 };
 
 struct RunOutput {
@@ -51,9 +58,21 @@ struct RunOutput {
   std::uint64_t fabric_transactions = 0;  ///< TLM transactions through the NVLink fabric
   std::uint64_t fabric_packets = 0;       ///< NVLink data packets they stand for
   std::uint64_t fabric_all_packets = 0;   ///< data packets plus write-response packets
+  /// The run passed req.max_sim_time before every GPU finished: nothing else
+  /// of this output is set and `time_limit_message` says what happened.
+  /// (Reported rather than thrown: no exception may pass through a process
+  /// whose SystemC threads stay suspended, see simulate.cpp.)
+  bool time_limit_exceeded = false;
+  std::string time_limit_message;
 };
 
-/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs.
+/// The process's peak resident memory so far (getrusage ru_maxrss), in bytes.
+std::uint64_t peak_rss_bytes();
+
+/// Runs one simulation. Throws std::invalid_argument on inconsistent inputs;
+/// a run that passes req.max_sim_time sets RunOutput::time_limit_exceeded. The
+/// results hold a "host" object (peak memory, wall time) that differs from run
+/// to run; everything else is deterministic.
 RunOutput simulate(const RunRequest& req);
 
 }  // namespace moehub
