@@ -199,6 +199,12 @@ TEST(NvlinkPortBlock, StalledReceiverBackPressuresTheSender) {
   EXPECT_GE(drv.released[2], 5000000u + 250000u);  // the driver's buffer held them until credits came back
 }
 
+/// Binds driver i to the switch's input i and sink i to its output i.
+void wire(NvSwitch& sw, const std::vector<Driver*>& drivers, const std::vector<Sink*>& sinks) {
+  for (std::size_t i = 0; i < drivers.size(); ++i) drivers[i]->out.bind(sw.in[i]);
+  for (std::size_t i = 0; i < sinks.size(); ++i) sw.out[i].bind(sinks[i]->in);
+}
+
 // The switch hands each packet to the output of its destination GPU.
 TEST(NvSwitchBlock, RoutesByDestination) {
   if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
@@ -209,12 +215,7 @@ TEST(NvSwitchBlock, RoutesByDestination) {
   NvSwitch sw("sw", 3, cfg, 0, 1000);
   Sink s0("s0"), s1("s1"), s2("s2");
   Driver idle1("idle1", 0, 2), idle2("idle2", 0, 2);  // every input needs a sender
-  drv.out.bind(sw.in[0]);
-  idle1.out.bind(sw.in[1]);
-  idle2.out.bind(sw.in[2]);
-  sw.out[0].bind(s0.in);
-  sw.out[1].bind(s1.in);
-  sw.out[2].bind(s2.in);
+  wire(sw, {&drv, &idle1, &idle2}, {&s0, &s1, &s2});
   sc_core::sc_start();
   EXPECT_EQ(s0.arrivals.size(), 2u);
   EXPECT_EQ(s1.arrivals.size(), 1u);
@@ -238,12 +239,7 @@ TEST(NvSwitchBlock, HandlesArrivalsInTimeOrder) {
   Driver idle("idle", 0, 2, {}, 0, 0, 2);
   NvSwitch sw("sw", 3, cfg, 250000, 1000);
   Sink s0("s0"), s1("s1"), s2("s2");
-  a.out.bind(sw.in[0]);
-  b.out.bind(sw.in[1]);
-  idle.out.bind(sw.in[2]);
-  sw.out[0].bind(s0.in);
-  sw.out[1].bind(s1.in);
-  sw.out[2].bind(s2.in);
+  wire(sw, {&a, &b, &idle}, {&s0, &s1, &s2});
   sc_core::sc_start();
   ASSERT_EQ(s2.arrivals.size(), 2u);
   EXPECT_EQ(s2.arrivals[0], 260000u);
