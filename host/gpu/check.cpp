@@ -77,7 +77,7 @@ int cmd_check(const Args& a) {
   auto eps = a.int_list("ep", "1,2,8,16", 1, 256);
   const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
   const auto routings = a.str_list("routing", "uniform,skewed", {"uniform", "skewed"});
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants: every ring schedule runs with each accumulator type and hop chunk limit
   // (the defaults add bf16 accumulators and chunks below one hop's and one expert's rows)
   const auto accums = a.str_list("ring-accum", "fp32,bf16", {"fp32", "bf16"});

@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "errors.hpp"
+
 namespace moehub::gpu {
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 /// "a,b,c": a list option's values as the user would write them.
 std::string join(const std::vector<std::string>& v);

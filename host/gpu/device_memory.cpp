@@ -29,9 +29,14 @@ void* RankAllocator::alloc(std::size_t bytes, const std::string& name) {
   const std::size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
   const cudaError_t e = cudaMallocFromPoolAsync(&p, rounded, pool_, stream_);
   if (e != cudaSuccess) {
-    throw std::runtime_error("device allocation of " + std::to_string(rounded) + " bytes for '" + name +
+    const std::string what = "device allocation of " + std::to_string(rounded) + " bytes for '" + name +
                              "' failed (" + cudaGetErrorString(e) + "); " + std::to_string(in_use_) +
-                             " bytes in use by this rank");
+                             " bytes in use by this rank";
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      throw OutOfMemory(what);
+    }
+    throw std::runtime_error(what);
   }
   live_[p] = Block{rounded, name};
   in_use_ += static_cast<std::int64_t>(rounded);

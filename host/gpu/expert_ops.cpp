@@ -8,9 +8,6 @@
 namespace moehub::gpu {
 
 namespace k = moehub::kernels;
-namespace {
-void ck(cudaError_t e, const char* what) { check_cuda(e, what, __FILE__, __LINE__); }
-}  // namespace
 
 Dims dims(const LayerConfig& c) {
   return {c.tokens, c.hidden, c.ffn, c.experts, c.top_k, c.local_experts(), c.ep};
@@ -48,7 +45,7 @@ void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vect
                     std::int64_t e0) {
   expert_gate_up(g, impl, d, rows, X, W, GU, e0);
   const std::int64_t total = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
-  ck(k::swiglu_forward(GU, total, static_cast<int>(d.F), A, s), "swiglu_forward");
+  MOEHUB_CUDA_CHECK(k::swiglu_forward(GU, total, static_cast<int>(d.F), A, s));
   g.run(packed_call(rows, false, A, d.F, [&](std::int64_t e) { return wd(W, d, e); }, Y, d.H, e0), impl);
 }
 

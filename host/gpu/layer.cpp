@@ -203,8 +203,8 @@ void MoeLayer::free_outputs() {
 
 void MoeLayer::synchronize() {
   for (auto& r : ranks_) {
-    MOEHUB_CUDA_CHECK(cudaStreamSynchronize(r->comp));
-    MOEHUB_CUDA_CHECK(cudaStreamSynchronize(r->copy));
+    tr_.wait(r->comp);
+    tr_.wait(r->copy);
   }
 }
 
@@ -226,9 +226,6 @@ void MoeLayer::phase(Rank& r, const std::string& name, const std::string& unit, 
 
 // ---- helpers over one rank ------------------------------------------------------------
 
-namespace {
-void ck(cudaError_t e, const char* what) { check_cuda(e, what, __FILE__, __LINE__); }
-}  // namespace
 
 void MoeLayer::router_and_permute(Rank& r) {
   const Dims d = dims(cfg_);
@@ -238,16 +235,14 @@ void MoeLayer::router_and_permute(Rank& r) {
   c.c_fp32 = true;
   c.groups.push_back({r.in.x, r.in.w_router, logits, d.T, d.E, d.H});
   r.gemm->run(c, GemmImpl::kLoop);
-  ck(k::softmax_topk(logits, d.T, static_cast<int>(d.E), static_cast<int>(d.K), r.out.probs, r.out.topk_ids,
-                     r.out.topk_weights, r.comp),
-     "softmax_topk");
+  MOEHUB_CUDA_CHECK(k::softmax_topk(logits, d.T, static_cast<int>(d.E), static_cast<int>(d.K), r.out.probs, r.out.topk_ids,
+                     r.out.topk_weights, r.comp));
   r.mem->free(logits);
   phase(r, "router", "compute", r.comp, false);
   phase(r, "permute", "compute", r.comp, true);
   auto* scratch = r.mem->alloc_n<std::int32_t>(static_cast<std::size_t>(d.E), "permute_scratch");
-  ck(k::permute_pairs(r.out.topk_ids, d.T, static_cast<int>(d.K), static_cast<int>(d.E), r.counts, r.offsets,
-                      r.pair_src, r.pair_pos, scratch, r.comp),
-     "permute_pairs");
+  MOEHUB_CUDA_CHECK(k::permute_pairs(r.out.topk_ids, d.T, static_cast<int>(d.K), static_cast<int>(d.E), r.counts, r.offsets,
+                      r.pair_src, r.pair_pos, scratch, r.comp));
   r.mem->free(scratch);
   phase(r, "permute", "compute", r.comp, false);
 }
@@ -273,9 +268,8 @@ void MoeLayer::router_backward(Rank& r) {
   const Dims d = dims(cfg_);
   phase(r, "router_backward", "compute", r.comp, true);
   if (!r.out.d_logits) r.out.d_logits = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.E), "d_logits");
-  ck(k::router_backward(r.out.topk_ids, r.out.topk_weights, r.out.d_topk_weights, d.T, static_cast<int>(d.E),
-                        static_cast<int>(d.K), r.out.d_logits, r.comp),
-     "router_backward");
+  MOEHUB_CUDA_CHECK(k::router_backward(r.out.topk_ids, r.out.topk_weights, r.out.d_topk_weights, d.T, static_cast<int>(d.E),
+                        static_cast<int>(d.K), r.out.d_logits, r.comp));
   phase(r, "router_backward", "compute", r.comp, false);
 }
 
@@ -286,6 +280,7 @@ void MoeLayer::run(Schedule s) {
     r->events_used = 0;
     MOEHUB_CUDA_CHECK(cudaEventRecord(r->t0, r->comp));
   }
+  for (auto& r : ranks_) maybe_fail_on_purpose(r->rank, "layer");
   for (auto& r : ranks_) router_and_permute(*r);
   exchange_counts();
   switch (s) {
@@ -368,7 +363,7 @@ void MoeLayer::a2a_forward_backward() {
     State& s = st[li];
     phase(r, "a2a_fwd", "compute", r.comp, true);
     s.xperm = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_x_permuted");
-    ck(k::gather_rows(r.in.x, r.pair_src, static_cast<int>(d.K), nullptr, d.T * d.K, static_cast<int>(d.H), s.xperm, r.comp), "gather");
+    MOEHUB_CUDA_CHECK(k::gather_rows(r.in.x, r.pair_src, static_cast<int>(d.K), nullptr, d.T * d.K, static_cast<int>(d.H), s.xperm, r.comp));
     s.xrecv = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_x_received");
   }
   a2a([&](std::size_t li) { return build(li, st[li].xperm, st[li].xrecv, d.H, true); }, "a2a_dispatch");
@@ -394,9 +389,8 @@ void MoeLayer::a2a_forward_backward() {
     State& s = st[li];
     r.mem->free(s.y);
     s.y = nullptr;
-    ck(k::unpermute_sum(s.yback, r.pair_pos, r.out.topk_weights, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
-                        r.out.out, nullptr, r.comp),
-       "unpermute");
+    MOEHUB_CUDA_CHECK(k::unpermute_sum(s.yback, r.pair_pos, r.out.topk_weights, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
+                        r.out.out, nullptr, r.comp));
     phase(r, "a2a_fwd", "compute", r.comp, false);
   }
   // backward
@@ -405,15 +399,13 @@ void MoeLayer::a2a_forward_backward() {
     Rank& r = *ranks_[li];
     State& s = st[li];
     phase(r, "a2a_bwd", "compute", r.comp, true);
-    ck(k::pair_dot(r.in.d_out, s.yback, r.pair_pos, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
-                   r.out.d_topk_weights, r.comp),
-       "pair_dot");
+    MOEHUB_CUDA_CHECK(k::pair_dot(r.in.d_out, s.yback, r.pair_pos, d.T, static_cast<int>(d.K), static_cast<int>(d.H),
+                   r.out.d_topk_weights, r.comp));
     r.mem->free(s.yback);
     s.yback = nullptr;
     dyperm[li] = r.mem->alloc_n<bf16_t>(TK * static_cast<std::size_t>(d.H), "a2a_dy_permuted");
-    ck(k::gather_rows(r.in.d_out, r.pair_src, static_cast<int>(d.K), r.out.topk_weights, d.T * d.K,
-                      static_cast<int>(d.H), dyperm[li], r.comp),
-       "gather dy");
+    MOEHUB_CUDA_CHECK(k::gather_rows(r.in.d_out, r.pair_src, static_cast<int>(d.K), r.out.topk_weights, d.T * d.K,
+                      static_cast<int>(d.H), dyperm[li], r.comp));
     dy[li] = r.mem->alloc_n<bf16_t>(static_cast<std::size_t>(s.R * d.H), "a2a_dy_received");
   }
   a2a([&](std::size_t li) { return build(li, dyperm[li], dy[li], d.H, true); }, "a2a_dispatch_bwd");
@@ -426,8 +418,7 @@ void MoeLayer::a2a_forward_backward() {
     bf16_t* da = r.mem->alloc_n<bf16_t>(RF, "a2a_d_swiglu_out");
     expert_da(*r.gemm, impl_, d, s.rows, dy[li], r.in.w_part, da);
     // in place: gu <- dGU, da <- A (recomputed, unscaled)
-    ck(k::swiglu_backward(s.gu, da, s.R, static_cast<int>(d.F), nullptr, nullptr, s.gu, da, nullptr, false, r.comp),
-       "swiglu_backward");
+    MOEHUB_CUDA_CHECK(k::swiglu_backward(s.gu, da, s.R, static_cast<int>(d.F), nullptr, nullptr, s.gu, da, nullptr, false, r.comp));
     expert_dw(*r.gemm, impl_, d, s.rows, s.xrecv, s.gu, da, dy[li], r.out.d_w_part, 0.f);
     r.mem->free(dy[li]);
     r.mem->free(s.xrecv);
@@ -444,9 +435,8 @@ void MoeLayer::a2a_forward_backward() {
   for (std::size_t li = 0; li < ranks_.size(); ++li) {
     Rank& r = *ranks_[li];
     r.mem->free(dxrecv[li]);
-    ck(k::unpermute_sum(dxperm[li], r.pair_pos, nullptr, d.T, static_cast<int>(d.K), static_cast<int>(d.H), r.out.d_x,
-                        nullptr, r.comp),
-       "unpermute dx");
+    MOEHUB_CUDA_CHECK(k::unpermute_sum(dxperm[li], r.pair_pos, nullptr, d.T, static_cast<int>(d.K), static_cast<int>(d.H), r.out.d_x,
+                        nullptr, r.comp));
     r.mem->free(dxperm[li]);
     phase(r, "a2a_bwd", "compute", r.comp, false);
   }
@@ -674,27 +664,26 @@ void MoeLayer::ring_expert() {
         const std::int64_t M = ch.rows, e0 = ch.first;
         const std::int32_t* src = r.pair_src + off;
         off += M;
-        ck(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+        MOEHUB_CUDA_CHECK(k::gather_rows(r.in.x, src, K, nullptr, M, H, b.x, r.comp));
         if (!bwd) {
           expert_forward(*r.gemm, impl_, d, crows, b.x, W, b.gu, b.a, b.y, r.comp, e0);
           if (acc16)
-            ck(k::scatter_add_rows_bf16(b.y, src, K, r.out.topk_weights, M, H, out16, r.comp), "combine");
+            MOEHUB_CUDA_CHECK(k::scatter_add_rows_bf16(b.y, src, K, r.out.topk_weights, M, H, out16, r.comp));
           else
-            ck(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, local_acc[li], r.comp), "combine");
+            MOEHUB_CUDA_CHECK(k::scatter_add_rows(b.y, src, K, r.out.topk_weights, M, H, local_acc[li], r.comp));
           continue;
         }
         // backward with in-hop recomputation of the expert intermediates
-        ck(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+        MOEHUB_CUDA_CHECK(k::gather_rows(r.in.d_out, src, K, nullptr, M, H, b.dout, r.comp));
         expert_gate_up(*r.gemm, impl_, d, crows, b.x, W, b.gu, e0);
         expert_da(*r.gemm, impl_, d, crows, b.dout, W, b.a, e0);  // unscaled dA' = d_out Wd^T
-        ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.gu, b.a,
-                              r.out.d_topk_weights, false, r.comp),
-           "swiglu_backward");
+        MOEHUB_CUDA_CHECK(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, r.out.topk_weights, b.gu, b.a,
+                              r.out.d_topk_weights, false, r.comp));
         expert_dx(*r.gemm, impl_, d, crows, b.gu, W, b.y, e0);
         if (acc16)
-          ck(k::scatter_add_rows_bf16(b.y, src, K, nullptr, M, H, out16, r.comp), "scatter dx");
+          MOEHUB_CUDA_CHECK(k::scatter_add_rows_bf16(b.y, src, K, nullptr, M, H, out16, r.comp));
         else
-          ck(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp), "scatter dx");
+          MOEHUB_CUDA_CHECK(k::scatter_add_rows(b.y, src, K, nullptr, M, H, local_acc[li], r.comp));
         wait_acc();
         const bool piece = ch.last - ch.first == 1 && ch.rows < rows[static_cast<std::size_t>(ch.first)];
         if (acc16 && piece) {
@@ -706,10 +695,9 @@ void MoeLayer::ring_expert() {
           expert_dw(*r.gemm, impl_, d1, crows, b.x, b.gu, b.a, b.dout, split_dw[li], first_piece ? 0.f : 1.f, 0);
           if (split_done == rows[static_cast<std::size_t>(ch.first)]) {
             auto* g16 = static_cast<bf16_t*>(acc[0].ptr);
-            ck(k::add_f32_into_bf16(split_dw[li], 2 * d.H * d.F, g16 + e0 * 2 * d.H * d.F, r.comp), "split dW gate/up");
-            ck(k::add_f32_into_bf16(split_dw[li] + 2 * d.H * d.F, d.F * d.H,
-                                    g16 + 2 * d.El * d.H * d.F + e0 * d.F * d.H, r.comp),
-               "split dW down");
+            MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(split_dw[li], 2 * d.H * d.F, g16 + e0 * 2 * d.H * d.F, r.comp));
+            MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(split_dw[li] + 2 * d.H * d.F, d.F * d.H,
+                                    g16 + 2 * d.El * d.H * d.F + e0 * d.F * d.H, r.comp));
             split_done = 0;
           }
         } else if (acc16)
@@ -722,13 +710,12 @@ void MoeLayer::ring_expert() {
     for (std::size_t li = 0; li < L; ++li) {
       Rank& r = *ranks_[li];
       if (local_acc[li]) {
-        ck(k::f32_to_bf16(local_acc[li], d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp), "accumulator to bf16");
+        MOEHUB_CUDA_CHECK(k::f32_to_bf16(local_acc[li], d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp));
         r.mem->free(local_acc[li]);
       }
       if (bwd && acc16)
-        ck(k::bf16_to_f32(static_cast<const bf16_t*>(p.acc_final[li][0].ptr), static_cast<std::int64_t>(welems),
-                          r.out.d_w_part, r.comp),
-           "weight gradient to fp32");
+        MOEHUB_CUDA_CHECK(k::bf16_to_f32(static_cast<const bf16_t*>(p.acc_final[li][0].ptr), static_cast<std::int64_t>(welems),
+                          r.out.d_w_part, r.comp));
       free_hop(*r.mem, hb[li]);
       r.mem->free(split_dw[li]);
       for (int s = 0; s < 2; ++s) {
@@ -803,11 +790,11 @@ void MoeLayer::ring_token() {
       const auto* vtw = static_cast<const float*>(pay[2].ptr);
       const bf16_t* W = r.in.w_part;
       const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
-      auto scatter_rows = [&](const std::int32_t* src, const float* w, std::int64_t M, const char* what) {
+      auto scatter_rows = [&](const std::int32_t* src, const float* w, std::int64_t M) {
         if (acc16)
-          ck(k::scatter_add_rows_bf16(b.y, src, K, w, M, H, static_cast<bf16_t*>(acc[0].ptr), r.comp), what);
+          MOEHUB_CUDA_CHECK(k::scatter_add_rows_bf16(b.y, src, K, w, M, H, static_cast<bf16_t*>(acc[0].ptr), r.comp));
         else
-          ck(k::scatter_add_rows(b.y, src, K, w, M, H, static_cast<float*>(acc[0].ptr), r.comp), what);
+          MOEHUB_CUDA_CHECK(k::scatter_add_rows(b.y, src, K, w, M, H, static_cast<float*>(acc[0].ptr), r.comp));
       };
       // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
       std::int64_t off = start;
@@ -816,24 +803,23 @@ void MoeLayer::ring_token() {
         const std::int64_t M = ch.rows, e0 = ch.first;
         const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + off;
         off += M;
-        ck(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp), "gather x");
+        MOEHUB_CUDA_CHECK(k::gather_rows(vx, src, K, nullptr, M, H, b.x, r.comp));
         if (!bwd) {
           expert_forward(*r.gemm, impl_, d, crows, b.x, W, b.gu, b.a, b.y, r.comp, e0);
           wait_acc();
-          scatter_rows(src, vtw, M, "combine");
+          scatter_rows(src, vtw, M);
           continue;
         }
         const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
-        ck(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp), "gather d_out");
+        MOEHUB_CUDA_CHECK(k::gather_rows(vdout, src, K, nullptr, M, H, b.dout, r.comp));
         expert_gate_up(*r.gemm, impl_, d, crows, b.x, W, b.gu, e0);
         expert_da(*r.gemm, impl_, d, crows, b.dout, W, b.a, e0);
-        ck(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, vtw, b.gu, b.a, b.dtw, true, r.comp),
-           "swiglu_backward");
+        MOEHUB_CUDA_CHECK(k::swiglu_backward(b.gu, b.a, M, static_cast<int>(d.F), src, vtw, b.gu, b.a, b.dtw, true, r.comp));
         expert_dx(*r.gemm, impl_, d, crows, b.gu, W, b.y, e0);
         expert_dw(*r.gemm, impl_, d, crows, b.x, b.gu, b.a, b.dout, r.out.d_w_part, 1.f, e0);
         wait_acc();
-        scatter_rows(src, nullptr, M, "scatter dx");
-        ck(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp), "scatter d_topk_weights");
+        scatter_rows(src, nullptr, M);
+        MOEHUB_CUDA_CHECK(k::scatter_add_scalars(b.dtw, src, M, static_cast<float*>(acc[1].ptr), r.comp));
       }
     };
     ring_pass(p);
@@ -841,8 +827,7 @@ void MoeLayer::ring_token() {
       Rank& r = *ranks_[li];
       if (!acc16) {
         const auto& home = p.acc_final[li];
-        ck(k::f32_to_bf16(static_cast<const float*>(home[0].ptr), d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp),
-           "accumulator to bf16");
+        MOEHUB_CUDA_CHECK(k::f32_to_bf16(static_cast<const float*>(home[0].ptr), d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp));
         if (bwd)
           MOEHUB_CUDA_CHECK(cudaMemcpyAsync(r.out.d_topk_weights, home[1].ptr, TK * 4, cudaMemcpyDeviceToDevice, r.comp));
       }

@@ -1,13 +1,16 @@
 // moehub-gpu: runs the MoE layer (all-to-all and ring schedules) on NVIDIA GPUs, checks
 // it against the float64 reference, measures memory and time, and writes traces.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <exception>
 #include <string>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cuda_check.hpp"
+#include "errors.hpp"
 #include "transport.hpp"
 
 namespace {
@@ -41,13 +44,27 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // hidden test options (not in the usage text): --fail-rank R [--fail-at init|layer]
+  // makes rank R fail on purpose, so that tests can see the other ranks give up
+  const std::set<std::string> failure = {"fail-rank", "fail-at"};
   const std::set<std::string> shape = {"tokens", "hidden", "ffn", "experts", "top-k", "gemm"};
   auto with = [&](std::set<std::string> extra) {
     extra.insert(shape.begin(), shape.end());
+    extra.insert(failure.begin(), failure.end());
     return extra;
   };
   try {
     int rc;
+    for (int i = 2; i + 1 < argc; ++i) {
+      if (!std::strcmp(argv[i], "--fail-rank")) {
+        InjectedFailure f;
+        f.rank = std::atoi(argv[i + 1]);
+        for (int j = 2; j + 1 < argc; ++j)
+          if (!std::strcmp(argv[j], "--fail-at")) f.at = argv[j + 1];
+        if (f.at != "init" && f.at != "layer") throw UsageError("--fail-at must be init or layer (got '" + f.at + "')");
+        set_injected_failure(f);
+      }
+    }
     if (cmd == "check") {
       rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed", "transport", "rendezvous",
                                        "ring-accum", "hop-chunk-rows"})));
@@ -65,14 +82,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     return rc;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "moehub-gpu %s: %s\n", cmd.c_str(), e.what());
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "moehub-gpu %s: %s\n", cmd.c_str(), e.what());
-    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "moehub-gpu %s: error: %s\n", cmd.c_str(), e.what());
-    return 1;
+    // UsageError: exit 2 and the message alone; anything else (an internal
+    // std::invalid_argument included) is an error, exit 1 (errors.hpp)
+    const int status = exit_status_of(e);
+    std::fprintf(stderr, "moehub-gpu %s: %s%s\n", cmd.c_str(), status == 2 ? "" : "error: ", e.what());
+    return status;
   }
 }

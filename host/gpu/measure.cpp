@@ -24,7 +24,6 @@ namespace moehub::gpu {
 
 namespace {
 
-void ck(cudaError_t e, const char* what) { check_cuda(e, what, __FILE__, __LINE__); }
 
 LayerConfig layer_args(const Args& a, std::int64_t t, int h, int f, int e, int k) {
   LayerConfig c;
@@ -43,12 +42,11 @@ void fill_inputs(MoeLayer& layer, std::uint64_t seed) {
   for (auto& rp : layer.ranks()) {
     Rank& r = *rp;
     const std::uint64_t s = seed + 7919ull * static_cast<std::uint64_t>(r.rank);
-    ck(kernels::fill_random_bf16(r.in.x, T * H, s + 1, 1.0f, r.comp), "fill x");
-    ck(kernels::fill_random_bf16(r.in.d_out, T * H, s + 2, 1.0f, r.comp), "fill d_out");
-    ck(kernels::fill_random_bf16(r.in.w_router, H * E, seed + 3, 1.0f / std::sqrt(static_cast<float>(H)), r.comp), "fill router");
-    ck(kernels::fill_random_bf16(r.in.w_part, 2 * El * H * F, s + 4, 1.0f / std::sqrt(static_cast<float>(H)), r.comp), "fill w");
-    ck(kernels::fill_random_bf16(r.in.w_part + 2 * El * H * F, El * H * F, s + 5, 1.0f / std::sqrt(static_cast<float>(F)), r.comp),
-       "fill wd");
+    MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(r.in.x, T * H, s + 1, 1.0f, r.comp));
+    MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(r.in.d_out, T * H, s + 2, 1.0f, r.comp));
+    MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(r.in.w_router, H * E, seed + 3, 1.0f / std::sqrt(static_cast<float>(H)), r.comp));
+    MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(r.in.w_part, 2 * El * H * F, s + 4, 1.0f / std::sqrt(static_cast<float>(H)), r.comp));
+    MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(r.in.w_part + 2 * El * H * F, El * H * F, s + 5, 1.0f / std::sqrt(static_cast<float>(F)), r.comp));
   }
   layer.synchronize();
 }
@@ -183,9 +181,9 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
   MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&w), 3 * static_cast<std::size_t>(G) * HF * 2, s));
   MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&y), static_cast<std::size_t>(M * 2 * F) * 2, s));
   MOEHUB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&a), static_cast<std::size_t>(M * H) * 2, s));
-  ck(kernels::fill_random_bf16(x, M * H, 11, 1.0f, s), "fill");
-  ck(kernels::fill_random_bf16(w, 3 * G * static_cast<std::int64_t>(HF), 12, 0.05f, s), "fill");
-  ck(kernels::fill_random_bf16(y, M * 2 * F, 13, 1.0f, s), "fill");
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(x, M * H, 11, 1.0f, s));
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(w, 3 * G * static_cast<std::int64_t>(HF), 12, 0.05f, s));
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(y, M * 2 * F, 13, 1.0f, s));
   auto runner = std::make_unique<GemmRunner>(s);  // destroyed before its stream
   GemmRunner& g = *runner;
   // gate and up as one GEMM per expert (N = 2F), as in the layer
@@ -264,7 +262,7 @@ int cmd_memory(const Args& a) {
   LayerConfig base = layer_args(a, 49152, 2048, 768, 128, 8);
   const auto eps = a.int_list("ep", "8", 1, 256);
   const auto scheds = a.str_list("schedules", "ring-expert,ring-token,a2a", {"a2a", "ring-expert", "ring-token"});
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
   const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
   const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
@@ -337,8 +335,7 @@ int cmd_memory(const Args& a) {
                       gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(ab)).c_str(),
                       gib(*std::max_element(pools.begin(), pools.end())).c_str(),
                       gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), top.c_str(), bp.peak_phase.c_str());
-        } catch (const std::runtime_error& e) {
-          if (std::string(e.what()).find("out of memory") == std::string::npos) throw;  // a failure, not a size limit
+        } catch (const OutOfMemory& e) {  // a size limit; any other failure ends the command
           std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
           cudaGetLastError();
           break;
@@ -352,8 +349,7 @@ int cmd_memory(const Args& a) {
                       ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
       std::fflush(stdout);
-    } catch (const std::runtime_error& e) {
-      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+    } catch (const OutOfMemory& e) {
       std::printf("%-4lld inputs do not fit on this GPU folded: %s\n", static_cast<long long>(ep), e.what());
     }
   }
@@ -393,8 +389,8 @@ int cmd_bench_hop(const Args& a) {
   // partition is copied (device-to-device) on the copy stream.
   LayerConfig c = layer_args(a, 49152, 2048, 768, 128, 8);
   c.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
-  validate(c);
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  from_user_input("bench-hop", [&] { validate(c); });
+  const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   const Dims d = dims(c);
   const std::int64_t M = d.T * d.K / d.N;
   const auto rows = balanced_rows(M, static_cast<int>(d.El));
@@ -425,10 +421,10 @@ int cmd_bench_hop(const Args& a) {
   std::vector<std::int32_t> hsrc(static_cast<std::size_t>(M));
   for (std::int64_t i = 0; i < M; ++i) hsrc[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919) % (d.T * d.K));
   upload(src, hsrc, comp);
-  ck(kernels::fill_random_bf16(xs, d.T * d.H, 1, 1.f, comp), "fill");
-  ck(kernels::fill_random_bf16(dout, d.T * d.H, 2, 1.f, comp), "fill");
-  ck(kernels::fill_random_bf16(w0, static_cast<std::int64_t>(wbytes / 2), 3, 0.02f, comp), "fill");
-  ck(kernels::fill_random_bf16(w1, static_cast<std::int64_t>(wbytes / 2), 4, 0.02f, comp), "fill");
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(xs, d.T * d.H, 1, 1.f, comp));
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(dout, d.T * d.H, 2, 1.f, comp));
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(w0, static_cast<std::int64_t>(wbytes / 2), 3, 0.02f, comp));
+  MOEHUB_CUDA_CHECK(kernels::fill_random_bf16(w1, static_cast<std::int64_t>(wbytes / 2), 4, 0.02f, comp));
   MOEHUB_CUDA_CHECK(cudaMemsetAsync(tw, 0, static_cast<std::size_t>(d.T * d.K) * 4, comp));
   MOEHUB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(d.T * d.H) * 4, comp));
   MOEHUB_CUDA_CHECK(cudaMemsetAsync(g0, 0, wbytes * 2, comp));
@@ -437,27 +433,27 @@ int cmd_bench_hop(const Args& a) {
   GemmRunner& g = *runner;
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
   auto fwd = [&]() {
-    ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
+    MOEHUB_CUDA_CHECK(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp));
     expert_forward(g, impl, d, rows, hx, w0, hgu, ha, hy, comp);
-    ck(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp), "scatter");
+    MOEHUB_CUDA_CHECK(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp));
   };
   auto bwd = [&]() {
-    ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather");
-    ck(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp), "gather");
+    MOEHUB_CUDA_CHECK(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp));
+    MOEHUB_CUDA_CHECK(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp));
     expert_gate_up(g, impl, d, rows, hx, w0, hgu);
     expert_da(g, impl, d, rows, hd, w0, ha);
-    ck(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp), "swiglu_bwd");
+    MOEHUB_CUDA_CHECK(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp));
     expert_dx(g, impl, d, rows, hgu, w0, hy);
-    ck(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp), "scatter");
+    MOEHUB_CUDA_CHECK(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp));
     expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f);
   };
   // per-kernel times of one hop, each step timed alone (CUDA events, median of 10)
   {
     struct Step { const char* pass; const char* name; std::function<void()> fn; };
     const std::vector<Step> steps = {
-        {"fwd", "gather x rows", [&] { ck(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp), "gather"); }},
+        {"fwd", "gather x rows", [&] { MOEHUB_CUDA_CHECK(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp)); }},
         {"fwd", "gate+up GEMMs", [&] { expert_gate_up(g, impl, d, rows, hx, w0, hgu); }},
-        {"fwd", "swiglu", [&] { ck(kernels::swiglu_forward(hgu, M, static_cast<int>(d.F), ha, comp), "swiglu"); }},
+        {"fwd", "swiglu", [&] { MOEHUB_CUDA_CHECK(kernels::swiglu_forward(hgu, M, static_cast<int>(d.F), ha, comp)); }},
         {"fwd", "down GEMMs", [&] {
            GemmCall dn;
            std::int64_t off = 0;
@@ -467,11 +463,11 @@ int cmd_bench_hop(const Args& a) {
            }
            g.run(dn, impl);
          }},
-        {"fwd", "weighted scatter-add", [&] { ck(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp), "scatter"); }},
-        {"bwd", "gather d_out rows", [&] { ck(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp), "gather"); }},
+        {"fwd", "weighted scatter-add", [&] { MOEHUB_CUDA_CHECK(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp)); }},
+        {"bwd", "gather d_out rows", [&] { MOEHUB_CUDA_CHECK(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp)); }},
         {"bwd", "dA GEMMs", [&] { expert_da(g, impl, d, rows, hd, w0, ha); }},
         {"bwd", "swiglu backward", [&] {
-           ck(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp), "swiglu_bwd");
+           MOEHUB_CUDA_CHECK(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp));
          }},
         {"bwd", "dX GEMMs", [&] { expert_dx(g, impl, d, rows, hgu, w0, hy); }},
         {"bwd", "dW GEMMs", [&] { expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f); }},
@@ -533,7 +529,7 @@ int cmd_bench_hop(const Args& a) {
 
 int cmd_run(const Args& a) {
   LayerConfig c = layer_args(a, 4096, 2048, 768, 128, 8);
-  c.ring_accum = parse_ring_accum(a.str("ring-accum", "fp32"));
+  c.ring_accum = from_user_input("", [&] { return parse_ring_accum(a.str("ring-accum", "fp32")); });
   c.hop_chunk_rows = a.integer("hop-chunk-rows", 0, 0, 1LL << 30);
   const std::string tname = a.str("transport", "folded");
   if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
@@ -547,7 +543,7 @@ int cmd_run(const Args& a) {
     }
   }
   const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
-  const GemmImpl impl = parse_gemm_impl(a.str("gemm", "auto"));
+  const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   const std::string trace_dir = a.str("trace-dir", "");
   if (tname == "folded") {
     LayerConfig probe = c;

@@ -53,7 +53,26 @@ class Transport {
   /// this is the named host synchronisation of the layer (routing counts).
   virtual std::vector<char> all_gather_host(const std::vector<const void*>& send, std::size_t bytes,
                                             const std::vector<cudaStream_t>& streams) = 0;
+  /// Blocks until the work queued on `stream` (one of a local rank's streams) is done.
+  /// NCCL: polls, and when another rank failed or NCCL reports an asynchronous error
+  /// aborts this rank's communicator and throws RankAborted instead of waiting forever.
+  virtual void wait(cudaStream_t stream) = 0;
+  /// Tells the other ranks that this one failed (NCCL: an abort notice in the rendezvous
+  /// directory, then ncclCommAbort) so that they stop waiting and exit non-zero. The NCCL
+  /// transport calls it itself when it is destroyed by an exception. Nothing in folded mode.
+  virtual void abort(const std::string& why) = 0;
 };
+
+/// A failure made on purpose by the hidden option --fail-rank R [--fail-at init|layer]
+/// (tests: the other ranks must exit non-zero within seconds). rank -1: none.
+struct InjectedFailure {
+  int rank = -1;
+  std::string at = "layer";  ///< "init": before the NCCL communicator; "layer": before the layer's first exchange
+};
+void set_injected_failure(const InjectedFailure&);
+/// Throws std::runtime_error ("rank R fails on purpose ...") when the injected failure is
+/// for `rank` at `point`.
+void maybe_fail_on_purpose(int rank, const std::string& point);
 
 /// N ranks on one GPU; hops are device-to-device copies ordered by events.
 std::unique_ptr<Transport> make_folded_transport(int ranks, int device);

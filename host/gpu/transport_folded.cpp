@@ -9,6 +9,17 @@
 #include "transport.hpp"
 
 namespace moehub::gpu {
+
+namespace {
+InjectedFailure g_failure;
+}  // namespace
+
+void set_injected_failure(const InjectedFailure& f) { g_failure = f; }
+void maybe_fail_on_purpose(int rank, const std::string& point) {
+  if (rank == g_failure.rank && point == g_failure.at)
+    throw std::runtime_error("rank " + std::to_string(rank) + " fails on purpose at " + point + " (--fail-rank)");
+}
+
 namespace {
 
 class FoldedTransport final : public Transport {
@@ -33,6 +44,8 @@ class FoldedTransport final : public Transport {
     return r;
   }
   int device_of(int) const override { return device_; }
+  void wait(cudaStream_t s) override { MOEHUB_CUDA_CHECK(cudaStreamSynchronize(s)); }
+  void abort(const std::string&) override {}
 
   void ring_exchange(std::vector<RingXfer>& x) override {
     if (static_cast<int>(x.size()) != n_) throw std::logic_error("folded ring_exchange needs every rank");

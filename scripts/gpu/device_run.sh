@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm-test, gemm, memory, memory-options, hop, run, run-pub, tests. Each stage has a time limit; a failing stage does not stop
+# gemm-test, gemm, memory, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -65,6 +65,8 @@ for s in "$@"; do
       for s in ring-expert ring-token a2a; do
         stage "nccl_run_$s" 120 $MPI "$BIN" run --transport nccl --schedule $s --tokens 16384
       done ;;
+    rank-failure)  # a rank that fails on purpose: the other must exit non-zero within seconds
+      stage rank_failure 400 scripts/gpu/rank_failure.sh "$BIN" ;;
     tests)
       stage ctest 200 ctest --test-dir build/gpu -L gpu --output-on-failure ;;
     *) echo "unknown stage $s" ;;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -23,10 +24,29 @@ using moehub::gpu::GemmImpl;
 using moehub::gpu::LayerConfig;
 using moehub::gpu::Schedule;
 
-int run_bin(const std::string& args) {
-  const std::string cmd = std::string(MOEHUB_GPU_BIN) + " " + args + " > /dev/null 2>&1";
-  const int st = std::system(cmd.c_str());
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+struct RunResult {
+  int status;          ///< exit status, -1 when killed by a signal
+  std::string output;  ///< stdout and stderr together
+};
+RunResult run_bin(const std::string& args) {
+  const std::string cmd = std::string(MOEHUB_GPU_BIN) + " " + args + " 2>&1";
+  RunResult r{-1, ""};
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+  const int st = pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+/// Runs moehub-gpu and expects exit status `want`; on a mismatch the failure shows the
+/// command and everything it printed.
+::testing::AssertionResult exits_with(const std::string& args, int want) {
+  const RunResult r = run_bin(args);
+  if (r.status == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "moehub-gpu " << args << ": exit status " << r.status << ", expected " << want
+                                       << "; its output:\n" << r.output;
 }
 
 bool have_device() {
@@ -35,30 +55,30 @@ bool have_device() {
 }
 
 TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
-  EXPECT_EQ(run_bin(""), 2);
-  EXPECT_EQ(run_bin("no-such-command"), 2);
-  EXPECT_EQ(run_bin("check --ep 3"), 2);  // 3 does not divide the 32 experts
-  EXPECT_EQ(run_bin("check --bogus 1"), 2);
-  EXPECT_EQ(run_bin("check --ep"), 2);
-  EXPECT_EQ(run_bin("memory --tokens abc"), 2);
-  EXPECT_EQ(run_bin("memory --tokens 0"), 2);
-  EXPECT_EQ(run_bin("check --schedules ring-sideways"), 2);
-  EXPECT_EQ(run_bin("run --transport carrier-pigeon"), 2);
-  EXPECT_EQ(run_bin("check --gemm fastest"), 2);
-  EXPECT_EQ(run_bin("check --transport carrier-pigeon"), 2);
-  EXPECT_EQ(run_bin("bench-gemm --models gpt-2"), 2);
-  EXPECT_EQ(run_bin("bench-gemm --routing zipf"), 2);
-  EXPECT_EQ(run_bin("run --schedule ring-sideways"), 2);
+  EXPECT_TRUE(exits_with("", 2));
+  EXPECT_TRUE(exits_with("no-such-command", 2));
+  EXPECT_TRUE(exits_with("check --ep 3", 2));  // 3 does not divide the 32 experts
+  EXPECT_TRUE(exits_with("check --bogus 1", 2));
+  EXPECT_TRUE(exits_with("check --ep", 2));
+  EXPECT_TRUE(exits_with("memory --tokens abc", 2));
+  EXPECT_TRUE(exits_with("memory --tokens 0", 2));
+  EXPECT_TRUE(exits_with("check --schedules ring-sideways", 2));
+  EXPECT_TRUE(exits_with("run --transport carrier-pigeon", 2));
+  EXPECT_TRUE(exits_with("check --gemm fastest", 2));
+  EXPECT_TRUE(exits_with("check --transport carrier-pigeon", 2));
+  EXPECT_TRUE(exits_with("bench-gemm --models gpt-2", 2));
+  EXPECT_TRUE(exits_with("bench-gemm --routing zipf", 2));
+  EXPECT_TRUE(exits_with("run --schedule ring-sideways", 2));
   // ring variants: accumulator names and chunk limits (0 = whole hop, never negative)
-  EXPECT_EQ(run_bin("check --ring-accum fp16"), 2);
-  EXPECT_EQ(run_bin("check --ring-accum fp32,half"), 2);
-  EXPECT_EQ(run_bin("check --hop-chunk-rows -1"), 2);
-  EXPECT_EQ(run_bin("check --hop-chunk-rows 8,many"), 2);
-  EXPECT_EQ(run_bin("memory --ring-accum double"), 2);
-  EXPECT_EQ(run_bin("memory --hop-chunk-rows -5"), 2);
-  EXPECT_EQ(run_bin("run --ring-accum fp64"), 2);
-  EXPECT_EQ(run_bin("run --hop-chunk-rows -1"), 2);
-  EXPECT_EQ(run_bin("bench-hop --ring-accum bf16"), 2);  // not an option of bench-hop
+  EXPECT_TRUE(exits_with("check --ring-accum fp16", 2));
+  EXPECT_TRUE(exits_with("check --ring-accum fp32,half", 2));
+  EXPECT_TRUE(exits_with("check --hop-chunk-rows -1", 2));
+  EXPECT_TRUE(exits_with("check --hop-chunk-rows 8,many", 2));
+  EXPECT_TRUE(exits_with("memory --ring-accum double", 2));
+  EXPECT_TRUE(exits_with("memory --hop-chunk-rows -5", 2));
+  EXPECT_TRUE(exits_with("run --ring-accum fp64", 2));
+  EXPECT_TRUE(exits_with("run --hop-chunk-rows -1", 2));
+  EXPECT_TRUE(exits_with("bench-hop --ring-accum bf16", 2));  // not an option of bench-hop
 }
 
 TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
@@ -153,33 +173,47 @@ TEST(GpuHarnessArgs, LayerConfigValidation) {
 TEST(GpuHarnessArgs, WithoutADeviceCommandsFailWithOne) {
   if (have_device()) GTEST_SKIP() << "a CUDA device is present: this test covers machines without one";
   // valid arguments, no device: a failure (1), never success (0) or a usage error (2)
-  EXPECT_EQ(run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
-  EXPECT_EQ(run_bin("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
-  EXPECT_EQ(run_bin("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2"), 1);
-  EXPECT_EQ(run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum bf16 --hop-chunk-rows 4"), 1);
-  EXPECT_EQ(run_bin("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum fp32,bf16 --hop-chunk-rows 0,16"), 1);
+  EXPECT_TRUE(exits_with("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2", 1));
+  EXPECT_TRUE(exits_with("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2", 1));
+  EXPECT_TRUE(exits_with("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2", 1));
+  EXPECT_TRUE(exits_with("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum bf16 --hop-chunk-rows 4", 1));
+  EXPECT_TRUE(exits_with("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum fp32,bf16 --hop-chunk-rows 0,16", 1));
+}
+
+TEST(GpuHarnessArgs, HiddenFailureOptionIsCheckedButNotAdvertised) {
+  EXPECT_TRUE(exits_with("run --fail-rank 0 --fail-at somewhere", 2));
+  const RunResult r = run_bin("run --no-such-option 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output.find("fail-rank"), std::string::npos) << r.output;
+}
+
+TEST(GpuLayer, ARankThatFailsOnPurposeEndsTheCommandWithOne) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
+  // folded ranks: rank 1 of 2 fails before the layer's first exchange
+  const RunResult r = run_bin("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --fail-rank 1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1 fails on purpose"), std::string::npos) << r.output;
 }
 
 TEST(GpuLayer, AllSchedulesMatchTheReference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
   // uniform and skewed routing (experts with no tokens), EP 1, 2 and 8, folded ranks
   // (the ring schedules also run with bf16 accumulators and hop chunks of 8 and 40 rows)
-  EXPECT_EQ(run_bin("check --ep 1,2,8 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4"), 0);
+  EXPECT_TRUE(exits_with("check --ep 1,2,8 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4", 0));
 }
 
 TEST(GpuLayer, RingVariantsMatchTheReference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
   // bf16 accumulators with chunks of one row (every expert alone) and of 20 rows (below
   // one hop's rows), on more experts per rank than the default case
-  EXPECT_EQ(run_bin("check --ep 1,2,8 --schedules ring-expert,ring-token --ring-accum bf16,fp32 --hop-chunk-rows 1,20 "
-                    "--tokens 64 --hidden 128 --ffn 64 --experts 32 --top-k 4"),
-            0);
+  EXPECT_TRUE(exits_with("check --ep 1,2,8 --schedules ring-expert,ring-token --ring-accum bf16,fp32 --hop-chunk-rows 1,20 "
+                    "--tokens 64 --hidden 128 --ffn 64 --experts 32 --top-k 4", 0));
 }
 
 TEST(GpuLayer, GemmImplementationsAgree) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
   for (const char* g : {"loop", "streams", "grouped", "wgmma"})
-    EXPECT_EQ(run_bin(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g), 0) << g;
+    EXPECT_TRUE(exits_with(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g, 0)) << g;
 }
 
 float bf16_to_float(std::uint16_t b) {
