@@ -114,8 +114,7 @@ class NcclTransport final : public Transport {
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    MOEHUB_NCCL_CHECK(ncclCommInitRankConfig(&comm_, n_, id, rank_, &config));
-    settle("ncclCommInitRankConfig");
+    settle_result(ncclCommInitRankConfig(&comm_, n_, id, rank_, &config), "ncclCommInitRankConfig");
   }
   ~NcclTransport() override {
     // destroyed by an exception (this rank failed): tell the others instead of waiting

@@ -27,8 +27,12 @@ case_env() {  # case_env <fail-at>
   echo "--- env launch, rank 1 fails at $at: rank 0 exit $s0 after $ms ms, rank 1 exit $s1"
   sed 's/^/  rank0| /' "$dir/rank0.log" | tail -n 6
   sed 's/^/  rank1| /' "$dir/rank1.log" | tail -n 4
+  # rank 0 must have stopped because of rank 1: its abort notice (or, at the layer, a
+  # communicator NCCL refused for two ranks on one GPU, shown above)
   if [ "$s0" = 0 ] || [ "$s0" = 124 ] || [ "$s1" = 0 ] || [ "$ms" -gt $((LIMIT_S * 1000)) ]; then
     echo "  FAIL: rank 0 must exit non-zero within $LIMIT_S s"; bad=1
+  elif [ "$at" = init ] && ! grep -q "another rank failed: rank 1" "$dir/rank0.log"; then
+    echo "  FAIL: rank 0 did not stop on rank 1's abort notice"; bad=1
   else
     echo "  PASS"
   fi
