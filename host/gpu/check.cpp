@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "host_data.hpp"
 #include "layer.hpp"
+#include "schedule.hpp"
 #include "moe_ref.hpp"
 
 namespace moehub::gpu {
@@ -75,7 +76,8 @@ int cmd_check(const Args& a) {
   const std::string tname = a.str("transport", "folded");
   if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
   auto eps = a.int_list("ep", "1,2,8,16", 1, 256);
-  const auto scheds = a.str_list("schedules", "a2a,ring-expert,ring-token", {"a2a", "ring-expert", "ring-token"});
+  const std::vector<std::string> registered = schedule_names();
+  const auto scheds = a.str_list("schedules", join(registered), {registered.begin(), registered.end()});
   const auto routings = a.str_list("routing", "uniform,skewed", {"uniform", "skewed"});
   const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants: every ring schedule runs with each accumulator type and hop chunk limit
@@ -134,17 +136,20 @@ int cmd_check(const Args& a) {
         upload(r.in.d_out, std::vector<std::uint16_t>(g.d_out_b.begin() + static_cast<std::ptrdiff_t>(R * T * H),
                                                       g.d_out_b.begin() + static_cast<std::ptrdiff_t>((R + 1) * T * H)), r.comp);
         upload(r.in.w_router, g.w_router_b, r.comp);
-        // partition layout: [Wgu: El][H][2F] (row h = [Wg[h] | Wu[h]]) | [Wd: El][F][H]
-        std::vector<std::uint16_t> part;
+        // the rank's experts in the partition layout (PartitionLayout: Wgu rows [Wg[h] | Wu[h]], then Wd)
+        const PartitionLayout lay = c.partition();
+        std::vector<std::uint16_t> part(static_cast<std::size_t>(lay.elems()));
         const std::size_t e0 = R * El;
-        for (std::size_t e = e0; e < e0 + El; ++e) {
-          for (std::size_t h = 0; h < H; ++h) {
-            const auto row = static_cast<std::ptrdiff_t>((e * H + h) * F);
-            part.insert(part.end(), g.wg_b.begin() + row, g.wg_b.begin() + row + static_cast<std::ptrdiff_t>(F));
-            part.insert(part.end(), g.wu_b.begin() + row, g.wu_b.begin() + row + static_cast<std::ptrdiff_t>(F));
-          }
+        for (std::size_t e = 0; e < El; ++e) {
+          const auto gu = static_cast<std::size_t>(lay.gate_up(static_cast<std::int64_t>(e)));
+          for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t f = 0; f < F; ++f) {
+              part[gu + h * 2 * F + f] = g.wg_b[((e0 + e) * H + h) * F + f];
+              part[gu + h * 2 * F + F + f] = g.wu_b[((e0 + e) * H + h) * F + f];
+            }
+          const auto dn = static_cast<std::size_t>(lay.down(static_cast<std::int64_t>(e)));
+          for (std::size_t i = 0; i < F * H; ++i) part[dn + i] = g.wd_b[(e0 + e) * F * H + i];
         }
-        part.insert(part.end(), g.wd_b.begin() + static_cast<std::ptrdiff_t>(e0 * F * H), g.wd_b.begin() + static_cast<std::ptrdiff_t>((e0 + El) * F * H));
         upload(r.in.w_part, part, r.comp);
       }
       // float64 reference router over all ranks' tokens
@@ -160,11 +165,11 @@ int cmd_check(const Args& a) {
       std::vector<double> ref_out, ref_dlog;
       for (const LayerVariant& var : variants) {
         const std::string& sname = var.label;
-        const Schedule s = var.schedule;
+        const std::unique_ptr<LayerSchedule> sched = make_schedule(var.schedule);
         ++cases;
         layer.set_ring_options(var.accum, var.chunk_rows);
         layer.allocate_outputs();
-        layer.run(s);
+        layer.run(*sched);
         layer.synchronize();
         // the GPU routing of every rank (the reference experts run on it)
         std::vector<const void*> ids_dev, tw_dev;
@@ -186,7 +191,7 @@ int cmd_check(const Args& a) {
           const auto& cm = layer.ranks()[0]->count_matrix;
           for (std::size_t e = 0; e < E; ++e) {
             std::int64_t tot = 0;
-            for (std::size_t q = 0; q < N; ++q) tot += cm[q * E + e];
+            for (std::size_t q = 0; q < N; ++q) tot += cm.at(static_cast<int>(q), static_cast<std::int64_t>(e));
             zero_experts += tot == 0;
           }
         }
@@ -238,17 +243,20 @@ int cmd_check(const Args& a) {
           slice(dx_ref, rg.d_x, R * T * H, T * H);
           slice(dtw_ref, rg.d_topk_weights, R * T * K, T * K);
           slice(dlog_ref, ref_dlog, R * T * E, T * E);
-          const auto dw = download(r.out.d_w_part, 3 * El * H * F, r.comp);
+          const PartitionLayout lay = c.partition();
+          const auto dw = download(r.out.d_w_part, static_cast<std::size_t>(lay.elems()), r.comp);
           const std::size_t e0 = R * El;
           for (std::size_t e = 0; e < El; ++e) {
+            const auto gu = static_cast<std::size_t>(lay.gate_up(static_cast<std::int64_t>(e)));
             for (std::size_t h = 0; h < H; ++h) {
               for (std::size_t f = 0; f < F; ++f) {
-                dwg.push_back(dw[(e * H + h) * 2 * F + f]);
-                dwu.push_back(dw[(e * H + h) * 2 * F + F + f]);
+                dwg.push_back(dw[gu + h * 2 * F + f]);
+                dwu.push_back(dw[gu + h * 2 * F + F + f]);
               }
             }
+            const auto dn = static_cast<std::ptrdiff_t>(lay.down(static_cast<std::int64_t>(e)));
+            dwd.insert(dwd.end(), dw.begin() + dn, dw.begin() + dn + static_cast<std::ptrdiff_t>(F * H));
           }
-          dwd.insert(dwd.end(), dw.begin() + static_cast<std::ptrdiff_t>(2 * El * H * F), dw.end());
           slice(dwg_ref, rg.d_w_gate, e0 * H * F, El * H * F);
           slice(dwu_ref, rg.d_w_up, e0 * H * F, El * H * F);
           slice(dwd_ref, rg.d_w_down, e0 * F * H, El * F * H);

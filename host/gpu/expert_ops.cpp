@@ -13,10 +13,9 @@ Dims dims(const LayerConfig& c) {
   return {c.tokens, c.hidden, c.ffn, c.experts, c.top_k, c.local_experts(), c.ep};
 }
 
-const bf16_t* wgu(const bf16_t* w, const Dims& d, std::int64_t e) { return w + e * d.H * 2 * d.F; }
-const bf16_t* wd(const bf16_t* w, const Dims& d, std::int64_t e) { return w + 2 * d.El * d.H * d.F + e * d.F * d.H; }
-float* dwgu(float* w, const Dims& d, std::int64_t e) { return w + e * d.H * 2 * d.F; }
-float* dwd(float* w, const Dims& d, std::int64_t e) { return w + 2 * d.El * d.H * d.F + e * d.F * d.H; }
+PartitionLayout layout(const Dims& d) { return {d.El, d.H, d.F}; }
+const bf16_t* wgu(const bf16_t* w, const Dims& d, std::int64_t e) { return w + layout(d).gate_up(e); }
+const bf16_t* wd(const bf16_t* w, const Dims& d, std::int64_t e) { return w + layout(d).down(e); }
 
 namespace {
 // One GEMM group per local expert e0 + i: A and C rows packed one after the other ([rows][k]
@@ -72,8 +71,8 @@ void expert_dw_into(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vect
   std::int64_t off = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto e = e0 + static_cast<std::int64_t>(i);
-    c1.groups.push_back({X + off * d.H, dGU + off * 2 * d.F, dW + e * d.H * 2 * d.F, d.H, 2 * d.F, rows[i]});
-    c2.groups.push_back({A + off * d.F, dY + off * d.H, dW + 2 * d.El * d.H * d.F + e * d.F * d.H, d.F, d.H, rows[i]});
+    c1.groups.push_back({X + off * d.H, dGU + off * 2 * d.F, dW + layout(d).gate_up(e), d.H, 2 * d.F, rows[i]});
+    c2.groups.push_back({A + off * d.F, dY + off * d.H, dW + layout(d).down(e), d.F, d.H, rows[i]});
     off += rows[i];
   }
   g.run(c1, impl);

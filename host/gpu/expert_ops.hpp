@@ -18,11 +18,10 @@ struct Dims {
 };
 Dims dims(const LayerConfig& c);
 
-// Views into a partition (layout in layer.hpp) and its fp32 gradient.
+// Views into a partition (PartitionLayout, layout.hpp).
+PartitionLayout layout(const Dims& d);
 const bf16_t* wgu(const bf16_t* w, const Dims& d, std::int64_t e);
 const bf16_t* wd(const bf16_t* w, const Dims& d, std::int64_t e);
-float* dwgu(float* w, const Dims& d, std::int64_t e);
-float* dwd(float* w, const Dims& d, std::int64_t e);
 
 /// GU = X Wgu.
 void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,

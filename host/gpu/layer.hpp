@@ -1,5 +1,6 @@
-// The MoE layer on GPUs under three schedules -- all-to-all (a2a), ring with expert
-// routing and ring with token routing -- written once above the Transport interface.
+// The MoE layer on GPUs: the ranks this process drives and the steps a schedule
+// (schedule.hpp; one file per schedule under schedules/) is built from -- routing, the
+// counts exchange, the ring engine, named phases -- above the Transport interface.
 // Each local rank owns its streams (compute, copy), its memory pool, its cuBLAS runner,
 // its inputs (tokens, router weights, its partition of the experts, the upstream
 // gradient) and its outputs.
@@ -19,6 +20,8 @@
 
 #include "device_memory.hpp"
 #include "gemm.hpp"
+#include "layout.hpp"
+#include "moe_plan.hpp"
 #include "moe_kernels.hpp"
 #include "transport.hpp"
 
@@ -48,32 +51,33 @@ struct LayerConfig {
   /// chunk. 0: the whole hop.
   std::int64_t hop_chunk_rows = 0;
   int local_experts() const { return experts / ep; }
+  PartitionLayout partition() const { return {local_experts(), hidden, ffn}; }
 };
 /// Throws std::invalid_argument naming the field and its allowed range.
 void validate(const LayerConfig&);
 
-enum class Schedule { kA2A, kRingExpert, kRingToken };
-const char* to_string(Schedule);  ///< "a2a", "ring-expert", "ring-token"
-Schedule parse_schedule(const std::string&);
+/// The planner's problem for this configuration (moe_plan's default byte sizes).
+plan::MoeProblem plan_problem(const LayerConfig&);
 
 /// The rows rank `rank` computes at the hop where partition `partition` visits, per local
 /// expert, from the all-ranks count matrix [N][E]: ring-expert (the rank's own pairs for
 /// the visiting partition's experts) or ring-token (the visiting partition's pairs for the
 /// rank's experts). `start`, when given, receives their first position in the owning
 /// rank's expert-sorted pairs.
-std::vector<std::int64_t> hop_rows(const LayerConfig& c, const std::vector<std::int32_t>& count_matrix, int rank,
+std::vector<std::int64_t> hop_rows(const LayerConfig& c, const CountMatrix& count_matrix, int rank,
                                    int partition, bool expert_mode, std::int64_t* start = nullptr);
 /// Rows of rank `rank`'s largest hop chunk over all its hops (plan::hop_chunks with
 /// `chunk_rows`; 0: its largest hop).
-std::int64_t largest_hop_chunk(const LayerConfig& c, const std::vector<std::int32_t>& count_matrix, int rank,
+std::int64_t largest_hop_chunk(const LayerConfig& c, const CountMatrix& count_matrix, int rank,
                                bool expert_mode, std::int64_t chunk_rows);
 
 /// One configuration of the layer that check and memory run: a schedule with the ring's
-/// options. a2a gives one variant; each ring schedule one per (accumulators, chunk rows),
-/// labelled by its name for fp32 / whole hops and "schedule/accum/c<rows>" otherwise.
+/// options. A schedule without ring options (a2a) gives one variant; each ring schedule
+/// one per (accumulators, chunk rows), labelled by its name for fp32 / whole hops and
+/// "schedule/accum/c<rows>" otherwise.
 struct LayerVariant {
   std::string label;
-  Schedule schedule;
+  std::string schedule;  ///< a name in the registry (schedule.hpp)
   RingAccum accum;
   std::int64_t chunk_rows;
 };
@@ -133,7 +137,7 @@ struct Rank {
   std::int32_t* offsets = nullptr;   ///< [E+1] device
   std::int32_t* pair_src = nullptr;  ///< [T*k]
   std::int32_t* pair_pos = nullptr;  ///< [T*k]
-  std::vector<std::int32_t> count_matrix;  ///< host [N][E], all ranks' counts
+  CountMatrix count_matrix;          ///< host [N][E], all ranks' counts (exchange_counts)
   double counts_sync_us = 0;         ///< host time of the counts exchange (named host sync)
   // timing
   struct EventRec { std::string pass, mode; int hop; cudaEvent_t c0, c1, x0, x1; bool has_x; };
@@ -146,38 +150,49 @@ struct Rank {
   cudaEvent_t ev();
 };
 
+class LayerSchedule;
+struct RingPass;
+
 class MoeLayer {
  public:
   MoeLayer(const LayerConfig&, Transport&, GemmImpl);
   ~MoeLayer();
   const LayerConfig& config() const { return cfg_; }
   std::vector<std::unique_ptr<Rank>>& ranks() { return ranks_; }
+  Transport& transport() { return tr_; }
+  GemmImpl gemm_impl() const { return impl_; }
   /// Allocates the inputs and the parameter gradient of every local rank (outside the
   /// measured region).
   void allocate_inputs();
   /// Allocates the outputs and poisons them (all bits set: NaN in bf16 and fp32).
   void allocate_outputs();
   void free_outputs();
-  /// Forward then backward under `s`; leaves the outputs on the device.
-  void run(Schedule s);
+  /// The schedule's forward, its backward, then the router backward; leaves the outputs
+  /// on the device.
+  void run(LayerSchedule&);
+  /// Waits for every local rank's streams (Transport::wait: NCCL waits poll for failures).
   void synchronize();
   std::vector<HopTime> hop_times();
   std::vector<PhaseTime> phase_times();
-  GemmImpl gemm_impl() const { return impl_; }
   /// Changes the ring options (accumulator type, hop chunk rows) for the next runs;
   /// validated like the configuration.
   void set_ring_options(RingAccum accum, std::int64_t hop_chunk_rows);
 
- private:
-  void router_and_permute(Rank&);
+  // ---- steps a schedule is built from --------------------------------------------------
+  /// Router (logits, softmax, top-k) and the permutation into expert order, every rank.
+  void route();
+  /// All-gathers the routing counts into every rank's count_matrix: the layer's one host
+  /// synchronisation (timed as counts_exchange_host_sync). Schedules that need host row
+  /// counts (cuBLAS, the ring's hop sizes) call it after route().
   void exchange_counts();
-  void a2a_forward_backward();
-  struct RingPass;
+  /// The ring engine (ring_engine.hpp): every hop of one pass over all local ranks.
   void ring_pass(RingPass&);
-  void ring_expert();
-  void ring_token();
+  /// Named phase timing on a rank's stream.
+  void phase_begin(Rank& r, const std::string& name, const std::string& unit, cudaStream_t s);
+  void phase_end(Rank& r, const std::string& name, cudaStream_t s);
+
+ private:
   void router_backward(Rank&);
-  void phase(Rank& r, const std::string& name, const std::string& unit, cudaStream_t s, bool begin);
 
   LayerConfig cfg_;
   Transport& tr_;

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "cuda_check.hpp"
 #include "errors.hpp"
+#include "schedule.hpp"
 #include "transport.hpp"
 
 namespace {
@@ -18,8 +19,8 @@ namespace {
 const char* kUsage =
     "usage: moehub-gpu <command> [--key value ...]\n"
     "commands:\n"
-    "  check       compare a2a, ring-expert and ring-token with the float64 reference (folded ranks)\n"
-    "              --ep 1,2,8,16 --routing uniform,skewed --schedules a2a,ring-expert,ring-token\n"
+    "  check       compare every schedule with the float64 reference (folded ranks)\n"
+    "              --ep 1,2,8,16 --routing uniform,skewed --schedules {SCHEDULES,}\n"
     "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm auto|loop|streams|grouped|wgmma\n"
     "              --transport nccl (one rank per process, EP = the number of processes) --rendezvous DIR\n"
     "              --ring-accum fp32,bf16 --hop-chunk-rows 0,8,40 (ring variants: each ring schedule runs with each)\n"
@@ -31,16 +32,28 @@ const char* kUsage =
     "  bench-hop   one ring-expert hop: compute, copy, and both overlapped\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8\n"
     "  run         time the layer and optionally write a trace\n"
-    "              --schedule a2a|ring-expert|ring-token|ring --transport folded|nccl --ep 8 --iters 3\n"
+    "              --schedule {SCHEDULES|}|ring --transport folded|nccl --ep 8 --iters 3\n"
     "              --trace-dir DIR --rendezvous DIR (nccl without MPI) and the shape options\n"
     "              --ring-accum fp32|bf16 --hop-chunk-rows N (0 = whole hop)\n";
+
+/// The usage text with the registered schedules' names (schedule.hpp).
+std::string usage() {
+  std::string u = kUsage, comma, bar;
+  for (const std::string& n : moehub::gpu::schedule_names()) {
+    comma += (comma.empty() ? "" : ",") + n;
+    bar += (bar.empty() ? "" : "|") + n;
+  }
+  for (auto [key, val] : {std::pair<std::string, std::string>{"{SCHEDULES,}", comma}, {"{SCHEDULES|}", bar}})
+    for (std::size_t at; (at = u.find(key)) != std::string::npos;) u.replace(at, key.size(), val);
+  return u;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace moehub::gpu;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    std::fputs(usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
@@ -78,7 +91,7 @@ int main(int argc, char** argv) {
       rc = cmd_run(Args(argc, argv, 2, with({"schedule", "transport", "ep", "iters", "trace-dir", "rendezvous", "ring-accum",
                                   "hop-chunk-rows"})));
     } else {
-      std::fprintf(stderr, "moehub-gpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+      std::fprintf(stderr, "moehub-gpu: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
       return 2;
     }
     return rc;

@@ -18,6 +18,8 @@
 #include "host_data.hpp"
 #include "layer.hpp"
 #include "moe_plan.hpp"
+#include "ring_hop.hpp"
+#include "schedule.hpp"
 #include "trace.hpp"
 
 namespace moehub::gpu {
@@ -68,35 +70,6 @@ std::string device_name(int dev) {
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return "unknown";
   return p.name;
-}
-
-plan::MoeProblem problem(const LayerConfig& c) {
-  plan::MoeProblem p;
-  p.tokens_per_rank = c.tokens;
-  p.hidden = c.hidden;
-  p.ffn = c.ffn;
-  p.experts = c.experts;
-  p.top_k = c.top_k;
-  p.ep = c.ep;
-  return p;
-}
-
-/// Rows of rank r: (rows sent, rows received, max per local expert, max matched in one
-/// ring-expert hop, max matched in one ring-token hop) from the count matrix.
-struct RowStats { std::int64_t sent = 0, received = 0, max_local = 0, max_hop_expert = 0, max_hop_token = 0; };
-RowStats row_stats(const LayerConfig& c, const std::vector<std::int32_t>& cm, int r) {
-  RowStats s;
-  const int E = c.experts, El = c.local_experts(), N = c.ep;
-  for (int e = 0; e < E; ++e) s.sent += cm[static_cast<std::size_t>(r * E + e)];
-  for (int i = 0; i < El; ++i) {
-    std::int64_t per = 0;
-    for (int q = 0; q < N; ++q) per += cm[static_cast<std::size_t>(q * E + r * El + i)];
-    s.received += per;
-    s.max_local = std::max(s.max_local, per);
-  }
-  s.max_hop_expert = largest_hop_chunk(c, cm, r, true, 0);
-  s.max_hop_token = largest_hop_chunk(c, cm, r, false, 0);
-  return s;
 }
 
 double median(std::vector<double> v) {
@@ -261,7 +234,8 @@ void bench_shapes(const std::string& label, int H, int F, const std::vector<std:
 int cmd_memory(const Args& a) {
   LayerConfig base = layer_args(a, 49152, 2048, 768, 128, 8);
   const auto eps = a.int_list("ep", "8", 1, 256);
-  const auto scheds = a.str_list("schedules", "ring-expert,ring-token,a2a", {"a2a", "ring-expert", "ring-token"});
+  const std::vector<std::string> registered = schedule_names();
+  const auto scheds = a.str_list("schedules", join(registered), {registered.begin(), registered.end()});
   const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
   const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
@@ -296,7 +270,8 @@ int cmd_memory(const Args& a) {
             base_bytes.push_back(r->mem->in_use());
           }
           layer.allocate_outputs();
-          layer.run(v.schedule);
+          const std::unique_ptr<LayerSchedule> sched = make_schedule(v.schedule);
+          layer.run(*sched);
           layer.synchronize();
           for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
             auto& r = layer.ranks()[i];
@@ -309,20 +284,8 @@ int cmd_memory(const Args& a) {
           std::sort(bufs.rbegin(), bufs.rend());
           for (std::size_t i = 0; i < std::min<std::size_t>(6, bufs.size()); ++i)
             top += bufs[i].second + "=" + gib(bufs[i].first) + " ";
-          // prediction for rank 0 from its exact counts
-          const RowStats rs = row_stats(c, layer.ranks()[0]->count_matrix, 0);
-          plan::BufferPlan bp;
-          if (v.schedule == Schedule::kA2A) {
-            bp = plan::plan_a2a(problem(c), rs.sent, rs.received, rs.max_local);
-          } else {
-            // the ring's accumulators and gradient partitions as the layer holds them
-            plan::MoeProblem pp = problem(c);
-            pp.accum_bytes = pp.grad_bytes = v.accum == RingAccum::kBf16 ? 2 : 4;
-            const bool ex = v.schedule == Schedule::kRingExpert;
-            bp = plan::plan_ring(pp, ex ? plan::RingMode::kExpert : plan::RingMode::kToken,
-                                 ex ? rs.max_hop_expert : rs.max_hop_token,
-                                 largest_hop_chunk(c, layer.ranks()[0]->count_matrix, 0, ex, v.chunk_rows));
-          }
+          // prediction for rank 0 from its exact counts, with this variant's options
+          const plan::BufferPlan bp = sched->memory_plan(layer.config(), layer.ranks()[0]->count_matrix, 0);
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
           const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
@@ -344,7 +307,7 @@ int cmd_memory(const Args& a) {
       }
       for (const LayerVariant& v : variants) {
         const std::string& ring = v.label;
-        if (v.schedule != Schedule::kA2A && peak_of.count("a2a") && peak_of.count(ring))
+        if (ring != "a2a" && peak_of.count("a2a") && peak_of.count(ring))  // a2a is the baseline
           std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep),
                       ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
@@ -432,19 +395,22 @@ int cmd_bench_hop(const Args& a) {
   auto runner = std::make_unique<GemmRunner>(comp);  // destroyed before its stream
   GemmRunner& g = *runner;
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
+  // the hop is one chunk of all local experts, run by the ring schedules' hop code
+  // (ring_hop.hpp) as ring-expert runs it with fp32 accumulators
+  HopBufs hb;
+  hb.x = hx;
+  hb.dout = hd;
+  hb.gu = hgu;
+  hb.a = ha;
+  hb.y = hy;
+  plan::HopChunk whole{0, static_cast<int>(d.El), M, rows};
   auto fwd = [&]() {
-    MOEHUB_CUDA_CHECK(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp));
-    expert_forward(g, impl, d, rows, hx, w0, hgu, ha, hy, comp);
-    MOEHUB_CUDA_CHECK(kernels::scatter_add_rows(hy, src, K, tw, M, H, out, comp));
+    hop_chunk_forward(g, impl, d, whole, xs, src, w0, hb, comp);
+    hop_chunk_scatter(hb, d, M, src, tw, out, nullptr, comp);
   };
   auto bwd = [&]() {
-    MOEHUB_CUDA_CHECK(kernels::gather_rows(xs, src, K, nullptr, M, H, hx, comp));
-    MOEHUB_CUDA_CHECK(kernels::gather_rows(dout, src, K, nullptr, M, H, hd, comp));
-    expert_gate_up(g, impl, d, rows, hx, w0, hgu);
-    expert_da(g, impl, d, rows, hd, w0, ha);
-    MOEHUB_CUDA_CHECK(kernels::swiglu_backward(hgu, ha, M, static_cast<int>(d.F), src, tw, hgu, ha, dtw, false, comp));
-    expert_dx(g, impl, d, rows, hgu, w0, hy);
-    MOEHUB_CUDA_CHECK(kernels::scatter_add_rows(hy, src, K, nullptr, M, H, out, comp));
+    hop_chunk_backward(g, impl, d, whole, xs, dout, src, tw, w0, dtw, false, hb, comp);
+    hop_chunk_scatter(hb, d, M, src, nullptr, out, nullptr, comp);
     expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f);
   };
   // per-kernel times of one hop, each step timed alone (CUDA events, median of 10)
@@ -537,7 +503,7 @@ int cmd_run(const Args& a) {
   std::string sname = a.str("schedule", "ring");
   if (sname != "ring") {
     try {
-      (void)parse_schedule(sname);
+      (void)make_schedule(sname);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--schedule: ") + e.what() + " or ring (adaptive)");
     }
@@ -567,9 +533,9 @@ int cmd_run(const Args& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("run: ") + e.what());
   }
-  const plan::ModeChoice choice = plan::choose_ring_mode(problem(c));
+  const plan::ModeChoice choice = plan::choose_ring_mode(plan_problem(c));
   if (sname == "ring") sname = choice.mode == plan::RingMode::kExpert ? "ring-expert" : "ring-token";
-  const Schedule s = parse_schedule(sname);
+  const std::unique_ptr<LayerSchedule> sched = make_schedule(sname);
   MoeLayer layer(c, *tr, impl);
   const int me = layer.ranks()[0]->rank;
   if (me == 0) {
@@ -584,7 +550,7 @@ int cmd_run(const Args& a) {
     for (auto& r : layer.ranks()) r->mem->reset_peak();
     layer.allocate_outputs();
     const auto t0 = std::chrono::steady_clock::now();
-    layer.run(s);
+    layer.run(*sched);
     layer.synchronize();
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     if (it > 0) totals.push_back(us);
@@ -669,29 +635,16 @@ int cmd_run(const Args& a) {
       }
       t.hops.push_back({h.rank, h.pass, h.mode, h.hop, h.compute_us, h.comm_us, h.hop_us});
     }
-    if (s == Schedule::kA2A) {  // one row per pass: expert compute, dispatch + combine, whole pass
-      for (auto& rp : layer.ranks()) {
-        for (const char* pass : {"fwd", "bwd"}) {
-          const bool f = std::string(pass) == "fwd";
-          double comp = 0, comm = 0, all = 0;
-          for (auto& p : phases) {
-            if (p.rank != rp->rank) continue;
-            if (p.name == (f ? "expert_fwd" : "expert_bwd")) comp += p.dur_us;
-            if (p.name == (f ? "a2a_dispatch" : "a2a_dispatch_bwd") || p.name == (f ? "a2a_combine" : "a2a_combine_bwd")) comm += p.dur_us;
-            if (p.name == (f ? "a2a_fwd" : "a2a_bwd")) all += p.dur_us;
-          }
-          t.hops.push_back({rp->rank, pass, "a2a", 0, comp, comm, all});
-        }
-      }
-    }
+    // schedules without ring hops give rows of their own (a2a: one per pass)
+    for (auto& rp : layer.ranks())
+      for (const HopTime& h : sched->pass_rows(phases, rp->rank))
+        t.hops.push_back({h.rank, h.pass, h.mode, h.hop, h.compute_us, h.comm_us, h.hop_us});
     // GEMM table: the forward expert GEMMs at rank 0's received rows, each implementation
     {
       Rank& r = *layer.ranks()[0];
       std::vector<std::int64_t> rows;
       for (int i = 0; i < c.local_experts(); ++i) {
-        std::int64_t per = 0;
-        for (int q = 0; q < c.ep; ++q) per += r.count_matrix[static_cast<std::size_t>(q * c.experts + r.rank * c.local_experts() + i)];
-        rows.push_back(per);
+        rows.push_back(r.count_matrix.received_by_expert(r.rank, i));
       }
       bench_shapes("rank0", c.hidden, c.ffn, rows, t.gemm, false);
     }

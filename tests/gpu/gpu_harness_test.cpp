@@ -17,12 +17,12 @@
 #include "gemm.hpp"
 #include "grouped_gemm.hpp"
 #include "layer.hpp"
+#include "schedule.hpp"
 
 namespace {
 
 using moehub::gpu::GemmImpl;
 using moehub::gpu::LayerConfig;
-using moehub::gpu::Schedule;
 
 struct RunResult {
   int status;          ///< exit status, -1 when killed by a signal
@@ -82,10 +82,17 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
 }
 
 TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
-  EXPECT_EQ(moehub::gpu::parse_schedule("a2a"), Schedule::kA2A);
-  EXPECT_EQ(moehub::gpu::parse_schedule("ring-expert"), Schedule::kRingExpert);
-  EXPECT_EQ(moehub::gpu::parse_schedule("ring-token"), Schedule::kRingToken);
-  EXPECT_THROW(moehub::gpu::parse_schedule("ring"), std::invalid_argument);
+  // the registry: every command takes its schedule names from here
+  EXPECT_EQ(moehub::gpu::schedule_names(), (std::vector<std::string>{"a2a", "ring-expert", "ring-token"}));
+  for (const std::string& n : moehub::gpu::schedule_names()) EXPECT_EQ(moehub::gpu::make_schedule(n)->name(), n);
+  EXPECT_FALSE(moehub::gpu::make_schedule("a2a")->ring_options());
+  EXPECT_TRUE(moehub::gpu::make_schedule("ring-token")->ring_options());
+  try {
+    moehub::gpu::make_schedule("ring");
+    ADD_FAILURE() << "ring accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("a2a, ring-expert, ring-token"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("grouped"), GemmImpl::kGrouped);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("wgmma"), GemmImpl::kWgmma);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto"), GemmImpl::kAuto);

@@ -111,3 +111,171 @@ TEST(GpuPollWait, ChecksForFailuresAtTheGivenInterval) {
 }
 
 }  // namespace
+
+// ---- layout value types, a2a segments, ring slots ------------------------------------------
+
+#include <map>
+#include <numeric>
+
+#include "a2a_segments.hpp"
+#include "layer.hpp"
+#include "layout.hpp"
+#include "ring_engine.hpp"
+
+namespace {
+
+using namespace moehub::gpu;
+
+TEST(GpuLayout, PartitionOffsetsTileThePartition) {
+  const PartitionLayout p{3, 8, 4};  // El, H, F
+  EXPECT_EQ(p.gate_up_elems(), 64);
+  EXPECT_EQ(p.down_elems(), 32);
+  EXPECT_EQ(p.elems(), 3 * 96);
+  EXPECT_EQ(p.gate_up(0), 0);
+  EXPECT_EQ(p.gate_up(2), 128);
+  EXPECT_EQ(p.down(0), 192);  // after all three Wgu blocks
+  EXPECT_EQ(p.down(2), 192 + 64);
+  EXPECT_EQ(p.down(2) + p.down_elems(), p.elems());
+}
+
+CountMatrix uneven() {
+  // 2 ranks x 4 experts (2 local each): rank 0 sends 5 + 0 + 2 + 1, rank 1 sends 0 + 3 + 4 + 1
+  return CountMatrix(2, 4, {5, 0, 2, 1, 0, 3, 4, 1});
+}
+
+TEST(GpuLayout, CountMatrixSumsAndOffsets) {
+  const CountMatrix cm = uneven();
+  EXPECT_EQ(cm.local_experts(), 2);
+  EXPECT_EQ(cm.at(1, 2), 4);
+  EXPECT_EQ(cm.sent(0), 8);
+  EXPECT_EQ(cm.sent(1), 8);
+  EXPECT_EQ(cm.sorted_offset(0, 2), 5);
+  EXPECT_EQ(cm.received_by_expert(1, 0), 6);  // expert 2: 2 + 4
+  EXPECT_EQ(cm.received(0), 8);
+  EXPECT_EQ(cm.received(1), 8);
+  EXPECT_EQ(cm.block(1, 0), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_THROW(CountMatrix(3, 4, std::vector<std::int32_t>(12)), std::invalid_argument);  // 3 does not divide 4
+  EXPECT_THROW(CountMatrix(2, 4, std::vector<std::int32_t>(7)), std::invalid_argument);
+}
+
+TEST(GpuLayout, HopRowsFollowTheRingInBothModes) {
+  const CountMatrix cm = uneven();
+  LayerConfig c;
+  c.ep = 2;
+  c.experts = 4;
+  std::int64_t start = -1;
+  // expert mode: rank 1's own pairs for partition 0's experts (0 and 1), from its row start
+  EXPECT_EQ(hop_rows(c, cm, 1, 0, true, &start), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(start, 0);
+  // token mode: partition 0's pairs for rank 1's experts (2 and 3), after its experts 0, 1
+  EXPECT_EQ(hop_rows(c, cm, 1, 0, false, &start), (std::vector<std::int64_t>{2, 1}));
+  EXPECT_EQ(start, 5);
+}
+
+/// A transport that records the all-to-all segments of every rank (no device).
+class RecordingTransport final : public Transport {
+ public:
+  explicit RecordingTransport(int n) : n_(n) {}
+  std::string name() const override { return "recording"; }
+  int size() const override { return n_; }
+  std::vector<int> local_ranks() const override {
+    std::vector<int> r(static_cast<std::size_t>(n_));
+    std::iota(r.begin(), r.end(), 0);
+    return r;
+  }
+  int device_of(int) const override { return 0; }
+  void ring_exchange(std::vector<RingXfer>& x) override { rings.push_back(x); }
+  void all_to_all(std::vector<A2AXfer>& x) override { a2as.push_back(x); }
+  std::vector<char> all_gather_host(const std::vector<const void*>&, std::size_t, const std::vector<cudaStream_t>&) override {
+    return {};
+  }
+  void wait(cudaStream_t) override {}
+  void abort(const std::string&) override {}
+  std::vector<std::vector<A2AXfer>> a2as;
+  std::vector<std::vector<RingXfer>> rings;
+
+ private:
+  int n_;
+};
+
+TEST(GpuA2ASegments, DispatchSegmentsPairUpAndCoverTheBuffers) {
+  const CountMatrix cm = uneven();
+  const std::size_t row = 16;  // bytes per row
+  RecordingTransport tr(2);
+  std::vector<A2ALayout> lay;
+  std::vector<std::vector<char>> sorted(2, std::vector<char>(8 * row)), recv(2);
+  std::vector<A2AXfer> xs;
+  for (int r = 0; r < 2; ++r) {
+    lay.push_back(a2a_layout(cm, r));
+    recv[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lay.back().received) * row);
+    A2AXfer x{r, nullptr, {}, {}};
+    a2a_segments(cm, lay.back(), r, sorted[static_cast<std::size_t>(r)].data(), recv[static_cast<std::size_t>(r)].data(),
+                 row, true, x.send, x.recv);
+    xs.push_back(x);
+  }
+  tr.all_to_all(xs);
+  ASSERT_EQ(tr.a2as.size(), 1u);
+  const auto& got = tr.a2as[0];
+  EXPECT_EQ(lay[1].rows, (std::vector<std::int64_t>{6, 2}));
+  EXPECT_EQ(lay[1].received_at[0], (std::vector<std::int64_t>{0, 6}));  // expert-major: src 0, then src 1
+  EXPECT_EQ(lay[1].received_at[1], (std::vector<std::int64_t>{2, 7}));
+  for (int s = 0; s < 2; ++s) {
+    std::size_t sent = 0, received = 0;
+    for (int d = 0; d < 2; ++d) {
+      const auto& out = got[static_cast<std::size_t>(s)].send[static_cast<std::size_t>(d)];
+      const auto& in = got[static_cast<std::size_t>(d)].recv[static_cast<std::size_t>(s)];
+      ASSERT_EQ(out.size(), in.size());
+      for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].bytes, in[i].bytes) << s << "->" << d << " segment " << i;
+      for (const Segment& g : out) sent += g.bytes;
+      for (const Segment& g : got[static_cast<std::size_t>(s)].recv[static_cast<std::size_t>(d)]) received += g.bytes;
+    }
+    // every sorted row leaves once, every received row arrives once
+    EXPECT_EQ(sent, sorted[static_cast<std::size_t>(s)].size());
+    EXPECT_EQ(received, recv[static_cast<std::size_t>(s)].size());
+  }
+  // rank 0 -> rank 1: its rows of experts 2 and 3 start at its sorted rows 5 and 7
+  const auto& to1 = got[0].send[1];
+  EXPECT_EQ(to1[0].ptr, sorted[0].data() + 5 * row);
+  EXPECT_EQ(to1[1].ptr, sorted[0].data() + 7 * row);
+}
+
+TEST(GpuRingSlots, PayloadAndAccumulatorsAlternateAndNeverCollide) {
+  // one buffer per slot, recognisable addresses
+  char own = 0, p0 = 0, p1 = 0, a0 = 0, a1 = 0;
+  const std::vector<Segment> mine = {{&own, 10}};
+  const std::array<std::vector<Segment>, 2> pay = {std::vector<Segment>{{&p0, 10}}, std::vector<Segment>{{&p1, 10}}};
+  const std::array<std::vector<Segment>, 2> acc = {std::vector<Segment>{{&a0, 4}}, std::vector<Segment>{{&a1, 4}}};
+  for (int n : {1, 2, 3, 8}) {
+    for (int h = 0; h < n; ++h) {
+      const RingHopSegments x = ring_hop_segments(h, n, mine, pay, acc);
+      const std::size_t want = (h + 1 < n ? 1u : 0u) + (h >= 1 ? 1u : 0u);
+      ASSERT_EQ(x.send.size(), want) << "n " << n << " hop " << h;
+      ASSERT_EQ(x.recv.size(), want);
+      // compute h reads its payload from a slot the transfer of hop h does not overwrite
+      const void* reads = h == 0 ? static_cast<const void*>(&own) : pay[static_cast<std::size_t>(ring_payload_slot(h))][0].ptr;
+      const void* adds = acc[static_cast<std::size_t>(ring_acc_slot(h))][0].ptr;
+      for (const Segment& r : x.recv) {
+        EXPECT_NE(r.ptr, reads) << "n " << n << " hop " << h;
+        if (r.ptr == &a0 || r.ptr == &a1) {
+          EXPECT_EQ(r.ptr, adds);  // the accumulator compute h adds into arrives
+        }
+      }
+      if (h + 1 < n) {
+        EXPECT_EQ(x.send[0].ptr, reads);  // what is computed now moves on
+      }
+      if (h >= 1) {
+        // the accumulator sent is the one compute h-1 added into
+        EXPECT_EQ(x.send.back().ptr, acc[static_cast<std::size_t>(ring_acc_slot(h - 1))][0].ptr);
+      }
+    }
+    // after the last hop the final return sends the last compute's slot; the other is free
+    EXPECT_EQ(ring_acc_send_slot(n), ring_acc_slot(n - 1));
+    EXPECT_NE(ring_free_slot_after(n), ring_acc_slot(n - 1));
+  }
+  // without accumulators only payloads move
+  const std::array<std::vector<Segment>, 2> none;
+  EXPECT_EQ(ring_hop_segments(1, 3, mine, pay, none).send.size(), 1u);
+  EXPECT_TRUE(ring_hop_segments(2, 3, mine, pay, none).send.empty());
+}
+
+}  // namespace

@@ -1,0 +1,187 @@
+// Schedule "ring-expert": expert partitions circulate, tokens stay (ring engine,
+// ring_engine.hpp). At hop h rank r computes its own pairs for the experts of the
+// partition that started on rank (r - h) mod N, in chunks (plan::hop_chunks); the
+// backward recomputes the expert intermediates inside each hop, and the partition's
+// weight gradients travel one hop behind its weights, back to the owner after the last
+// hop. Accumulators (LayerConfig::ring_accum): fp32 -- the output and d_x add into fp32
+// copies converted at the end of the pass, gradient partitions travel in fp32 straight
+// home into the parameter gradient; bf16 -- the hops add straight into the bf16 out /
+// d_x, gradient partitions travel in bf16 and are converted at home (an expert split
+// over several chunks sums its pieces in an fp32 scratch first).
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "cuda_check.hpp"
+#include "ring_engine.hpp"
+#include "ring_hop.hpp"
+#include "schedule.hpp"
+
+namespace moehub::gpu {
+namespace {
+
+namespace k = moehub::kernels;
+
+class RingExpertSchedule final : public LayerSchedule {
+ public:
+  std::string name() const override { return "ring-expert"; }
+  bool ring_options() const override { return true; }
+
+  plan::BufferPlan memory_plan(const LayerConfig& c, const CountMatrix& cm, int rank) const override {
+    // the ring's accumulators and gradient partitions as the layer holds them
+    plan::MoeProblem pp = plan_problem(c);
+    pp.accum_bytes = pp.grad_bytes = c.ring_accum == RingAccum::kBf16 ? 2 : 4;
+    return plan::plan_ring(pp, plan::RingMode::kExpert, largest_hop_chunk(c, cm, rank, true, 0),
+                           largest_hop_chunk(c, cm, rank, true, c.hop_chunk_rows));
+  }
+
+  void forward(MoeLayer& L) override {
+    L.route();
+    L.exchange_counts();
+    pass(L, false);
+  }
+  void backward(MoeLayer& L) override { pass(L, true); }
+
+ private:
+  // one struct per local rank, for one pass
+  struct RankState {
+    HopBufs hop;
+    std::array<void*, 2> weights{}, grads{};  ///< payload and accumulator slots
+    float* local_acc = nullptr;               ///< fp32 out / d_x accumulator (fp32 mode)
+    float* split_dw = nullptr;                ///< fp32 sum of a split expert's pieces (bf16 mode)
+  };
+
+  void pass(MoeLayer& L, bool bwd) {
+    const LayerConfig& c = L.config();
+    const Dims d = dims(c);
+    const bool acc16 = c.ring_accum == RingAccum::kBf16;
+    const PartitionLayout part = c.partition();
+    const auto welems = static_cast<std::size_t>(part.elems());
+    const auto wbytes = welems * 2;
+    const auto gbytes = welems * (acc16 ? 2 : 4);  // travelling weight-gradient partitions
+    const std::string phase = bwd ? "ring_expert_bwd" : "ring_expert_fwd";
+    std::vector<RankState> st(L.ranks().size());
+    RingPass p;
+    p.pass = bwd ? "bwd" : "fwd";
+    p.mode = "ring-expert";
+    for (std::size_t li = 0; li < st.size(); ++li) {
+      Rank& r = *L.ranks()[li];
+      RankState& s = st[li];
+      L.phase_begin(r, phase, "compute", r.comp);
+      s.hop = alloc_hop(*r.mem, d, largest_hop_chunk(c, r.count_matrix, r.rank, true, c.hop_chunk_rows), bwd);
+      if (bwd && acc16 && c.hop_chunk_rows > 0) {
+        std::int64_t most = 0;
+        for (int q = 0; q < c.ep; ++q)
+          for (std::int64_t m : hop_rows(c, r.count_matrix, r.rank, q, true)) most = std::max(most, m);
+        if (most > c.hop_chunk_rows)
+          s.split_dw = r.mem->alloc_n<float>(static_cast<std::size_t>(part.expert_elems()), "ring_split_expert_grad");
+      }
+      std::array<std::vector<Segment>, 2> pay, acc;
+      for (std::size_t slot = 0; slot < 2; ++slot) {
+        s.weights[slot] = r.mem->alloc(wbytes, "ring_weight_buffer");
+        pay[slot] = {{s.weights[slot], wbytes}};
+        if (bwd) {
+          s.grads[slot] = r.mem->alloc(gbytes, "ring_grad_accumulator");
+          acc[slot] = {{s.grads[slot], gbytes}};
+        }
+      }
+      p.own.push_back({{r.in.w_part, wbytes}});
+      p.pay.push_back(pay);
+      p.acc.push_back(acc);
+      if (bwd && acc16)  // the bf16 sum comes home into the slot the last hop did not use
+        p.acc_final.push_back(acc[static_cast<std::size_t>(ring_free_slot_after(c.ep))]);
+      else
+        p.acc_final.push_back({{r.out.d_w_part, gbytes}});
+      if (acc16) {
+        // the output (forward) or d_x (backward) is itself the accumulator
+        MOEHUB_CUDA_CHECK(cudaMemsetAsync(bwd ? r.out.d_x : r.out.out, 0, static_cast<std::size_t>(d.T * d.H) * 2, r.comp));
+      } else {
+        // the output (forward) or d_x (backward) accumulates in fp32 within the pass
+        s.local_acc = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.H), bwd ? "ring_dx_accumulator" : "ring_out_accumulator");
+        MOEHUB_CUDA_CHECK(cudaMemsetAsync(s.local_acc, 0, static_cast<std::size_t>(d.T * d.H) * 4, r.comp));
+      }
+    }
+    p.compute = [&](std::size_t li, int h, const std::vector<Segment>& pay, const std::vector<Segment>& acc,
+                    const std::function<void()>& wait_acc) {
+      Rank& r = *L.ranks()[li];
+      RankState& s = st[li];
+      std::int64_t start = 0;
+      const auto rows = hop_rows(c, r.count_matrix, r.rank, plan::ring_partition_at_hop(r.rank, h, c.ep), true, &start);
+      const auto* W = static_cast<const bf16_t*>(pay[0].ptr);
+      bf16_t* out16 = acc16 ? (bwd ? r.out.d_x : r.out.out) : nullptr;
+      // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
+      std::int64_t off = start, split_done = 0;
+      for (const plan::HopChunk& ch : plan::hop_chunks(rows, c.hop_chunk_rows)) {
+        const std::int32_t* src = r.pair_src + off;
+        off += ch.rows;
+        if (!bwd) {
+          hop_chunk_forward(*r.gemm, L.gemm_impl(), d, ch, r.in.x, src, W, s.hop, r.comp);
+          hop_chunk_scatter(s.hop, d, ch.rows, src, r.out.topk_weights, s.local_acc, out16, r.comp);
+          continue;
+        }
+        hop_chunk_backward(*r.gemm, L.gemm_impl(), d, ch, r.in.x, r.in.d_out, src, r.out.topk_weights, W,
+                           r.out.d_topk_weights, false, s.hop, r.comp);
+        hop_chunk_scatter(s.hop, d, ch.rows, src, nullptr, s.local_acc, out16, r.comp);
+        wait_acc();
+        add_weight_grads(r, L.gemm_impl(), d, part, ch, rows, acc16, s, acc[0].ptr, split_done);
+      }
+    };
+    L.ring_pass(p);
+    for (std::size_t li = 0; li < st.size(); ++li) {
+      Rank& r = *L.ranks()[li];
+      RankState& s = st[li];
+      if (s.local_acc) {
+        MOEHUB_CUDA_CHECK(k::f32_to_bf16(s.local_acc, d.T * d.H, bwd ? r.out.d_x : r.out.out, r.comp));
+        r.mem->free(s.local_acc);
+      }
+      if (bwd && acc16)
+        MOEHUB_CUDA_CHECK(k::bf16_to_f32(static_cast<const bf16_t*>(p.acc_final[li][0].ptr),
+                                         static_cast<std::int64_t>(welems), r.out.d_w_part, r.comp));
+      free_hop(*r.mem, s.hop);
+      r.mem->free(s.split_dw);
+      for (std::size_t slot = 0; slot < 2; ++slot) {
+        r.mem->free(s.weights[slot]);
+        if (bwd) r.mem->free(s.grads[slot]);
+      }
+      L.phase_end(r, phase, r.comp);
+    }
+  }
+
+  /// The chunk's weight gradients into the travelling partition `grad` (fp32 or bf16);
+  /// with bf16 partitions a split expert's pieces sum in s.split_dw and enter the partition
+  /// once, when its last piece is done (`split_done` counts its rows so far).
+  static void add_weight_grads(Rank& r, GemmImpl impl, const Dims& d, const PartitionLayout& part,
+                               const plan::HopChunk& ch, const std::vector<std::int64_t>& hop_rows_of, bool acc16,
+                               RankState& s, void* grad, std::int64_t& split_done) {
+    const HopBufs& b = s.hop;
+    const std::int64_t e0 = ch.first;
+    const bool piece = ch.last - ch.first == 1 && ch.rows < hop_rows_of[static_cast<std::size_t>(ch.first)];
+    if (!acc16) {
+      expert_dw(*r.gemm, impl, d, ch.expert_rows, b.x, b.gu, b.a, b.dout, static_cast<float*>(grad), 1.f, e0);
+      return;
+    }
+    if (!piece) {
+      expert_dw(*r.gemm, impl, d, ch.expert_rows, b.x, b.gu, b.a, b.dout, static_cast<bf16_t*>(grad), 1.f, e0);
+      return;
+    }
+    // one expert's view of the fp32 scratch: [H][2F] | [F][H]
+    Dims d1 = d;
+    d1.El = 1;
+    const bool first_piece = split_done == 0;
+    split_done += ch.rows;
+    expert_dw(*r.gemm, impl, d1, ch.expert_rows, b.x, b.gu, b.a, b.dout, s.split_dw, first_piece ? 0.f : 1.f, 0);
+    if (split_done == hop_rows_of[static_cast<std::size_t>(ch.first)]) {
+      auto* g16 = static_cast<bf16_t*>(grad);
+      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw, part.gate_up_elems(), g16 + part.gate_up(e0), r.comp));
+      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw + part.gate_up_elems(), part.down_elems(), g16 + part.down(e0),
+                                             r.comp));
+      split_done = 0;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerSchedule> make_ring_expert_schedule() { return std::make_unique<RingExpertSchedule>(); }
+
+}  // namespace moehub::gpu
