@@ -39,6 +39,11 @@ void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vect
   g.run(packed_call(rows, false, X, d.H, [&](std::int64_t e) { return wgu(W, d, e); }, GU, 2 * d.F, e0), impl);
 }
 
+void expert_down(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* A,
+                 const bf16_t* W, bf16_t* Y, std::int64_t e0) {
+  g.run(packed_call(rows, false, A, d.F, [&](std::int64_t e) { return wd(W, d, e); }, Y, d.H, e0), impl);
+}
+
 void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
                     const bf16_t* X, const bf16_t* W, bf16_t* GU, bf16_t* A, bf16_t* Y, cudaStream_t s,
                     std::int64_t e0) {
@@ -63,7 +68,7 @@ namespace {
 template <typename GradT>
 void expert_dw_into(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
                     const bf16_t* X, const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, GradT* dW, float beta,
-                    std::int64_t e0) {
+                    std::int64_t e0, DwPart part) {
   GemmCall c1, c2;
   c1.trans_a = c2.trans_a = true;
   c1.c_fp32 = c2.c_fp32 = sizeof(GradT) == 4;
@@ -75,19 +80,21 @@ void expert_dw_into(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vect
     c2.groups.push_back({A + off * d.F, dY + off * d.H, dW + layout(d).down(e), d.F, d.H, rows[i]});
     off += rows[i];
   }
-  g.run(c1, impl);
-  g.run(c2, impl);
+  if (part != DwPart::kDown) g.run(c1, impl);
+  if (part != DwPart::kGateUp) g.run(c2, impl);
 }
 }  // namespace
 
 void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
-               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta, std::int64_t e0) {
-  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0);
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta, std::int64_t e0,
+               DwPart part) {
+  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0, part);
 }
 
 void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
-               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, bf16_t* dW, float beta, std::int64_t e0) {
-  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0);
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, bf16_t* dW, float beta, std::int64_t e0,
+               DwPart part) {
+  expert_dw_into(g, impl, d, rows, X, dGU, A, dY, dW, beta, e0, part);
 }
 
 }  // namespace moehub::gpu

@@ -26,6 +26,9 @@ const bf16_t* wd(const bf16_t* w, const Dims& d, std::int64_t e);
 /// GU = X Wgu.
 void expert_gate_up(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
                     const bf16_t* X, const bf16_t* W, bf16_t* GU, std::int64_t e0 = 0);
+/// Y = A Wd.
+void expert_down(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* A,
+                 const bf16_t* W, bf16_t* Y, std::int64_t e0 = 0);
 /// GU = X Wgu, A = silu(G) * U, Y = A Wd.
 void expert_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows,
                     const bf16_t* X, const bf16_t* W, bf16_t* GU, bf16_t* A, bf16_t* Y, cudaStream_t s,
@@ -36,12 +39,16 @@ void expert_dx(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<st
 /// dA = dY Wd^T.
 void expert_da(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* dY,
                const bf16_t* W, bf16_t* dA, std::int64_t e0 = 0);
+/// Which weight gradients expert_dw computes.
+enum class DwPart { kBoth, kGateUp, kDown };
 /// dWgu = beta dWgu + X^T dGU, dWd = beta dWd + A^T dY (fp32).
 void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
-               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta, std::int64_t e0 = 0);
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, float* dW, float beta, std::int64_t e0 = 0,
+               DwPart part = DwPart::kBoth);
 /// As above into a bf16 gradient partition (same layout): fp32 GEMM arithmetic, C read and
 /// written in bf16 (one rounding per call).
 void expert_dw(GemmRunner& g, GemmImpl impl, const Dims& d, const std::vector<std::int64_t>& rows, const bf16_t* X,
-               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, bf16_t* dW, float beta, std::int64_t e0 = 0);
+               const bf16_t* dGU, const bf16_t* A, const bf16_t* dY, bf16_t* dW, float beta, std::int64_t e0 = 0,
+               DwPart part = DwPart::kBoth);
 
 }  // namespace moehub::gpu

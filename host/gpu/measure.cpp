@@ -395,24 +395,36 @@ int cmd_bench_hop(const Args& a) {
   auto runner = std::make_unique<GemmRunner>(comp);  // destroyed before its stream
   GemmRunner& g = *runner;
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
-  // the hop is one chunk of all local experts, run by the ring schedules' hop code
-  // (ring_hop.hpp) as ring-expert runs it with fp32 accumulators
+  // the hop's kernels are ring-expert's (plan::ring_pass_steps, fp32 accumulators, one
+  // chunk), run by the ring schedules' step executor (ring_hop.hpp): rank 0 sends `rows`
+  // pairs to every partition's experts, and its hop 0 is timed
+  plan::RingRouting rr;
+  for (std::int64_t g0i = 0; g0i <= d.N; ++g0i) rr.first_expert.push_back(static_cast<int>(g0i * d.El));
+  rr.tokens.assign(static_cast<std::size_t>(d.N), d.T);
+  rr.pairs.assign(static_cast<std::size_t>(d.N), std::vector<std::int64_t>(static_cast<std::size_t>(d.E), 0));
+  for (std::int64_t e = 0; e < d.E; ++e) rr.pairs[0][static_cast<std::size_t>(e)] = rows[static_cast<std::size_t>(e % d.El)];
+  const plan::RingOptions ro;  // fp32 accumulators and gradient partitions, whole hops
+  const plan::ChunkSteps fwd_steps = plan::ring_pass_steps(rr, c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kExpert, false, ro)
+                                         .hops[0][0].chunks.at(0);
+  const plan::ChunkSteps bwd_steps = plan::ring_pass_steps(rr, c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kExpert, true, ro)
+                                         .hops[0][0].chunks.at(0);
   HopBufs hb;
   hb.x = hx;
   hb.dout = hd;
   hb.gu = hgu;
   hb.a = ha;
   hb.y = hy;
-  plan::HopChunk whole{0, static_cast<int>(d.El), M, rows};
-  auto fwd = [&]() {
-    hop_chunk_forward(g, impl, d, whole, xs, src, w0, hb, comp);
-    hop_chunk_scatter(hb, d, M, src, tw, out, nullptr, comp);
-  };
-  auto bwd = [&]() {
-    hop_chunk_backward(g, impl, d, whole, xs, dout, src, tw, w0, dtw, false, hb, comp);
-    hop_chunk_scatter(hb, d, M, src, nullptr, out, nullptr, comp);
-    expert_dw(g, impl, d, rows, hx, hgu, ha, hd, g0, 1.f);
-  };
+  HopChunkIO io;
+  io.x = xs;
+  io.dout = dout;
+  io.src = src;
+  io.topk_weights = tw;
+  io.W = w0;
+  io.dtw = dtw;
+  io.acc32 = out;
+  io.dw32 = g0;
+  auto fwd = [&]() { run_hop_chunk(g, impl, d, fwd_steps, io, hb, comp); };
+  auto bwd = [&]() { run_hop_chunk(g, impl, d, bwd_steps, io, hb, comp); };
   // per-kernel times of one hop, each step timed alone (CUDA events, median of 10)
   {
     struct Step { const char* pass; const char* name; std::function<void()> fn; };

@@ -2,6 +2,8 @@
 #include "ring_hop.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "cuda_check.hpp"
 
@@ -31,25 +33,6 @@ void free_hop(RankAllocator& m, HopBufs& b) {
   b = HopBufs{};
 }
 
-void hop_chunk_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::HopChunk& ch, const bf16_t* x,
-                       const std::int32_t* src, const bf16_t* W, HopBufs& b, cudaStream_t s) {
-  MOEHUB_CUDA_CHECK(k::gather_rows(x, src, static_cast<int>(d.K), nullptr, ch.rows, static_cast<int>(d.H), b.x, s));
-  expert_forward(g, impl, d, ch.expert_rows, b.x, W, b.gu, b.a, b.y, s, ch.first);
-}
-
-void hop_chunk_backward(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::HopChunk& ch, const bf16_t* x,
-                        const bf16_t* dout, const std::int32_t* src, const float* topk_weights, const bf16_t* W,
-                        float* dtw, bool dtw_per_row, HopBufs& b, cudaStream_t s) {
-  const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
-  MOEHUB_CUDA_CHECK(k::gather_rows(x, src, K, nullptr, ch.rows, H, b.x, s));
-  MOEHUB_CUDA_CHECK(k::gather_rows(dout, src, K, nullptr, ch.rows, H, b.dout, s));
-  expert_gate_up(g, impl, d, ch.expert_rows, b.x, W, b.gu, ch.first);
-  expert_da(g, impl, d, ch.expert_rows, b.dout, W, b.a, ch.first);  // unscaled dA' = d_out Wd^T
-  MOEHUB_CUDA_CHECK(k::swiglu_backward(b.gu, b.a, ch.rows, static_cast<int>(d.F), src, topk_weights, b.gu, b.a, dtw,
-                                       dtw_per_row, s));
-  expert_dx(g, impl, d, ch.expert_rows, b.gu, W, b.y, ch.first);
-}
-
 void hop_chunk_scatter(const HopBufs& b, const Dims& d, std::int64_t rows, const std::int32_t* src, const float* w,
                        float* acc32, bf16_t* acc16, cudaStream_t s) {
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H);
@@ -57,6 +40,57 @@ void hop_chunk_scatter(const HopBufs& b, const Dims& d, std::int64_t rows, const
     MOEHUB_CUDA_CHECK(k::scatter_add_rows_bf16(b.y, src, K, w, rows, H, acc16, s));
   else
     MOEHUB_CUDA_CHECK(k::scatter_add_rows(b.y, src, K, w, rows, H, acc32, s));
+}
+
+void run_hop_kernel(const plan::KernelStep& step, GemmRunner& g, GemmImpl impl, const Dims& d, const plan::ChunkSteps& ch,
+                    const HopChunkIO& io, HopBufs& b, cudaStream_t s) {
+  const int K = static_cast<int>(d.K), H = static_cast<int>(d.H), F = static_cast<int>(d.F);
+  const std::vector<std::int64_t>& rows = ch.expert_rows;
+  const std::int64_t M = ch.rows, e0 = ch.first;
+  const std::string& n = step.name;
+  if (n == "gather_x") {
+    MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
+  } else if (n == "gather_d_out") {
+    MOEHUB_CUDA_CHECK(k::gather_rows(io.dout, io.src, K, nullptr, M, H, b.dout, s));
+  } else if (n == "gemm_gate_up") {
+    expert_gate_up(g, impl, d, rows, b.x, io.W, b.gu, e0);
+  } else if (n == "swiglu") {
+    MOEHUB_CUDA_CHECK(k::swiglu_forward(b.gu, M, F, b.a, s));
+  } else if (n == "gemm_down") {
+    expert_down(g, impl, d, rows, b.a, io.W, b.y, e0);
+  } else if (n == "gemm_d_act") {
+    expert_da(g, impl, d, rows, b.dout, io.W, b.a, e0);  // unscaled dA' = d_out Wd^T
+  } else if (n == "swiglu_backward") {
+    MOEHUB_CUDA_CHECK(k::swiglu_backward(b.gu, b.a, M, F, io.src, io.topk_weights, b.gu, b.a, io.dtw, io.dtw_per_row, s));
+  } else if (n == "gemm_d_x") {
+    expert_dx(g, impl, d, rows, b.gu, io.W, b.y, e0);
+  } else if (n == "scatter_out") {
+    hop_chunk_scatter(b, d, M, io.src, io.topk_weights, io.acc32, io.acc16, s);
+  } else if (n == "scatter_d_x") {
+    hop_chunk_scatter(b, d, M, io.src, nullptr, io.acc32, io.acc16, s);
+  } else if (n == "scatter_d_topk_weights") {
+    MOEHUB_CUDA_CHECK(k::scatter_add_scalars(b.dtw, io.src, M, io.dtw_acc, s));
+  } else if (n == "wait_accum") {
+    if (io.wait_accum) io.wait_accum();
+  } else if (n == "gemm_d_w_gate_up" || n == "gemm_d_w_down") {
+    if (io.dw_override) return io.dw_override(step);
+    const DwPart part = n == "gemm_d_w_gate_up" ? DwPart::kGateUp : DwPart::kDown;
+    if (io.dw16)
+      expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw16, 1.f, e0, part);
+    else
+      expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw32, 1.f, e0, part);
+  } else {
+    throw std::logic_error("ring step '" + n + "' has no GPU kernel");
+  }
+}
+
+void run_hop_chunk(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::ChunkSteps& ch, const HopChunkIO& io,
+                   HopBufs& b, cudaStream_t s) {
+  for (const plan::KernelStep& step : ch.kernels) run_hop_kernel(step, g, impl, d, ch, io, b, s);
+}
+
+plan::RingRouting ring_routing(const LayerConfig& c, const CountMatrix& cm) {
+  return plan::uniform_ring_routing(c.ep, c.experts, c.tokens, cm.raw());
 }
 
 }  // namespace moehub::gpu

@@ -1,14 +1,19 @@
 // One ring hop's compute, shared by the ring schedules (expert and token routing) and by
 // bench-hop: the hop buffers (sized for the largest chunk a rank computes) and the
-// per-chunk kernels. A chunk (plan::HopChunk) is consecutive local experts' rows of the
-// visiting pairs; its pairs are `src` (positions in a token-major [T][k] pair list, so
-// that token = src / k) and its weights W a whole partition (layer.hpp layout).
+// executor of a chunk's steps. The steps -- which kernels, in which order, on which rows
+// -- come from moe_plan's ring_pass_steps (ring_steps.hpp), the description the
+// simulator's ring schedules replay; this file only maps each step name to its kernel. A
+// chunk is consecutive local experts' rows of the visiting pairs; its pairs are `src`
+// (positions in a token-major [T][k] pair list, so that token = src / k) and its weights
+// W a whole partition (PartitionLayout).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "expert_ops.hpp"
 #include "moe_plan.hpp"
+#include "ring_steps.hpp"
 
 namespace moehub::gpu {
 
@@ -20,23 +25,39 @@ struct HopBufs {
 HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward);
 void free_hop(RankAllocator& m, HopBufs& b);
 
-/// Forward: gather the chunk's rows of x into b.x, GU = x Wgu, A = SwiGLU(GU), Y = A Wd
-/// into b.y.
-void hop_chunk_forward(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::HopChunk& ch, const bf16_t* x,
-                       const std::int32_t* src, const bf16_t* W, HopBufs& b, cudaStream_t s);
-
-/// Backward up to dX, recomputing the intermediates: gathers x and d_out rows (b.x,
-/// b.dout), GU = x Wgu, dA' = d_out Wd^T (unscaled), SwiGLU backward in place (b.gu <- dGU,
-/// b.a <- A; the gate-weight gradient goes to `dtw`, indexed by pair when
-/// `dtw_per_row` is false, else by chunk row), dX = dGU Wgu^T into b.y. The weight
-/// gradients (expert_dw on b.x, b.gu, b.a, b.dout) and the scatters are the caller's.
-void hop_chunk_backward(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::HopChunk& ch, const bf16_t* x,
-                        const bf16_t* dout, const std::int32_t* src, const float* topk_weights, const bf16_t* W,
-                        float* dtw, bool dtw_per_row, HopBufs& b, cudaStream_t s);
-
 /// Adds b.y's chunk rows (scaled by the pairs' gate weights when `w` is given) into a
 /// [T][H] accumulator: fp32 (`acc32`) or bf16 (`acc16`, one rounding per add).
 void hop_chunk_scatter(const HopBufs& b, const Dims& d, std::int64_t rows, const std::int32_t* src, const float* w,
                        float* acc32, bf16_t* acc16, cudaStream_t s);
+
+/// Where a hop chunk's kernels (plan::ring_pass_steps) read and write.
+struct HopChunkIO {
+  const bf16_t* x = nullptr;           ///< tokens [T][H] (the rank's own or the visiting ones)
+  const bf16_t* dout = nullptr;        ///< upstream gradient rows' source (backward)
+  const std::int32_t* src = nullptr;   ///< the chunk's pairs
+  const float* topk_weights = nullptr; ///< gate weights of the pairs' tokens
+  const bf16_t* W = nullptr;           ///< the partition's weights
+  float* dtw = nullptr;                ///< swiglu_backward's gate-weight gradient
+  bool dtw_per_row = false;            ///< ... indexed by chunk row (else by pair)
+  float* acc32 = nullptr;              ///< scatter_out / scatter_d_x target: fp32 ...
+  bf16_t* acc16 = nullptr;             ///< ... or bf16
+  float* dtw_acc = nullptr;            ///< scatter_d_topk_weights target
+  float* dw32 = nullptr;               ///< gemm_d_w_* target (beta = 1): fp32 ...
+  bf16_t* dw16 = nullptr;              ///< ... or bf16
+  std::function<void()> wait_accum;    ///< the engine's wait for the travelling accumulator
+  /// When set, runs the gemm_d_w_* kernels instead (a split expert's pieces).
+  std::function<void(const plan::KernelStep&)> dw_override;
+};
+
+/// Runs one kernel of a hop chunk's steps on stream `s` (the names of ring_steps.hpp);
+/// throws std::logic_error for a name it does not know.
+void run_hop_kernel(const plan::KernelStep& step, GemmRunner& g, GemmImpl impl, const Dims& d, const plan::ChunkSteps& ch,
+                    const HopChunkIO& io, HopBufs& b, cudaStream_t s);
+/// Runs every kernel of a chunk, in order.
+void run_hop_chunk(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::ChunkSteps& ch, const HopChunkIO& io,
+                   HopBufs& b, cudaStream_t s);
+
+/// The ring routing of a layer from its count matrix (every rank T tokens, E / N experts).
+plan::RingRouting ring_routing(const LayerConfig& c, const CountMatrix& cm);
 
 }  // namespace moehub::gpu

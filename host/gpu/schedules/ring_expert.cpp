@@ -45,6 +45,7 @@ class RingExpertSchedule final : public LayerSchedule {
  private:
   // one struct per local rank, for one pass
   struct RankState {
+    std::vector<plan::HopSteps> steps;        ///< this rank's hops (plan::ring_pass_steps)
     HopBufs hop;
     std::array<void*, 2> weights{}, grads{};  ///< payload and accumulator slots
     float* local_acc = nullptr;               ///< fp32 out / d_x accumulator (fp32 mode)
@@ -68,7 +69,13 @@ class RingExpertSchedule final : public LayerSchedule {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
       L.phase_begin(r, phase, "compute", r.comp);
-      s.hop = alloc_hop(*r.mem, d, largest_hop_chunk(c, r.count_matrix, r.rank, true, c.hop_chunk_rows), bwd);
+      plan::RingOptions ro;
+      ro.chunk_rows = c.hop_chunk_rows;
+      ro.accum_bytes = ro.grad_bytes = acc16 ? 2 : 4;
+      s.steps = plan::ring_pass_steps(ring_routing(c, r.count_matrix), c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kExpert,
+                                      bwd, ro)
+                    .hops[static_cast<std::size_t>(r.rank)];
+      s.hop = alloc_hop(*r.mem, d, largest_chunk(s.steps), bwd);
       if (bwd && acc16 && c.hop_chunk_rows > 0) {
         std::int64_t most = 0;
         for (int q = 0; q < c.ep; ++q)
@@ -105,25 +112,29 @@ class RingExpertSchedule final : public LayerSchedule {
                     const std::function<void()>& wait_acc) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
-      std::int64_t start = 0;
-      const auto rows = hop_rows(c, r.count_matrix, r.rank, plan::ring_partition_at_hop(r.rank, h, c.ep), true, &start);
-      const auto* W = static_cast<const bf16_t*>(pay[0].ptr);
-      bf16_t* out16 = acc16 ? (bwd ? r.out.d_x : r.out.out) : nullptr;
-      // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
-      std::int64_t off = start, split_done = 0;
-      for (const plan::HopChunk& ch : plan::hop_chunks(rows, c.hop_chunk_rows)) {
-        const std::int32_t* src = r.pair_src + off;
-        off += ch.rows;
-        if (!bwd) {
-          hop_chunk_forward(*r.gemm, L.gemm_impl(), d, ch, r.in.x, src, W, s.hop, r.comp);
-          hop_chunk_scatter(s.hop, d, ch.rows, src, r.out.topk_weights, s.local_acc, out16, r.comp);
-          continue;
-        }
-        hop_chunk_backward(*r.gemm, L.gemm_impl(), d, ch, r.in.x, r.in.d_out, src, r.out.topk_weights, W,
-                           r.out.d_topk_weights, false, s.hop, r.comp);
-        hop_chunk_scatter(s.hop, d, ch.rows, src, nullptr, s.local_acc, out16, r.comp);
-        wait_acc();
-        add_weight_grads(r, L.gemm_impl(), d, part, ch, rows, acc16, s, acc[0].ptr, split_done);
+      const plan::HopSteps& hs = s.steps[static_cast<std::size_t>(h)];
+      HopChunkIO io;
+      io.x = r.in.x;
+      io.dout = r.in.d_out;
+      io.topk_weights = r.out.topk_weights;
+      io.W = static_cast<const bf16_t*>(pay[0].ptr);
+      io.dtw = r.out.d_topk_weights;
+      io.acc32 = s.local_acc;
+      io.acc16 = acc16 ? (bwd ? r.out.d_x : r.out.out) : nullptr;
+      io.wait_accum = wait_acc;
+      if (bwd && acc16) io.dw16 = static_cast<bf16_t*>(acc[0].ptr);
+      if (bwd && !acc16) io.dw32 = static_cast<float*>(acc[0].ptr);
+      const std::vector<std::int64_t> expert_rows = hop_expert_rows(hs, d.El);
+      std::int64_t split_done = 0;
+      for (const plan::ChunkSteps& ch : hs.chunks) {
+        io.src = r.pair_src + ch.pair_offset;
+        const bool piece = ch.last - ch.first == 1 && ch.rows < expert_rows[static_cast<std::size_t>(ch.first)];
+        io.dw_override = nullptr;
+        if (bwd && acc16 && piece)
+          io.dw_override = [&](const plan::KernelStep& step) {
+            add_piece_grads(r, L.gemm_impl(), d, part, ch, step, expert_rows, s, io.dw16, split_done);
+          };
+        run_hop_chunk(*r.gemm, L.gemm_impl(), d, ch, io, s.hop, r.comp);
       }
     };
     L.ring_pass(p);
@@ -147,33 +158,41 @@ class RingExpertSchedule final : public LayerSchedule {
     }
   }
 
-  /// The chunk's weight gradients into the travelling partition `grad` (fp32 or bf16);
-  /// with bf16 partitions a split expert's pieces sum in s.split_dw and enter the partition
-  /// once, when its last piece is done (`split_done` counts its rows so far).
-  static void add_weight_grads(Rank& r, GemmImpl impl, const Dims& d, const PartitionLayout& part,
-                               const plan::HopChunk& ch, const std::vector<std::int64_t>& hop_rows_of, bool acc16,
-                               RankState& s, void* grad, std::int64_t& split_done) {
+  static std::int64_t largest_chunk(const std::vector<plan::HopSteps>& hops) {
+    std::int64_t most = 0;
+    for (const plan::HopSteps& hs : hops)
+      for (const plan::ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
+    return most;
+  }
+  /// Rows of each local expert of the visiting partition over the hop's chunks.
+  static std::vector<std::int64_t> hop_expert_rows(const plan::HopSteps& hs, std::int64_t experts) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(experts), 0);
+    for (const plan::ChunkSteps& ch : hs.chunks)
+      for (std::size_t i = 0; i < ch.expert_rows.size(); ++i) rows[static_cast<std::size_t>(ch.first) + i] += ch.expert_rows[i];
+    return rows;
+  }
+
+  /// bf16 gradient partitions, an expert split over several chunks: each piece's weight
+  /// gradient (kernel `step`) sums in the fp32 scratch s.split_dw, which enters the partition
+  /// `grad` once, after the last piece's down-projection gradient (`split_done` counts the
+  /// expert's rows so far).
+  static void add_piece_grads(Rank& r, GemmImpl impl, const Dims& d, const PartitionLayout& part,
+                              const plan::ChunkSteps& ch, const plan::KernelStep& step,
+                              const std::vector<std::int64_t>& expert_rows, RankState& s, bf16_t* grad,
+                              std::int64_t& split_done) {
     const HopBufs& b = s.hop;
-    const std::int64_t e0 = ch.first;
-    const bool piece = ch.last - ch.first == 1 && ch.rows < hop_rows_of[static_cast<std::size_t>(ch.first)];
-    if (!acc16) {
-      expert_dw(*r.gemm, impl, d, ch.expert_rows, b.x, b.gu, b.a, b.dout, static_cast<float*>(grad), 1.f, e0);
-      return;
-    }
-    if (!piece) {
-      expert_dw(*r.gemm, impl, d, ch.expert_rows, b.x, b.gu, b.a, b.dout, static_cast<bf16_t*>(grad), 1.f, e0);
-      return;
-    }
-    // one expert's view of the fp32 scratch: [H][2F] | [F][H]
-    Dims d1 = d;
+    Dims d1 = d;  // one expert's view of the fp32 scratch: [H][2F] | [F][H]
     d1.El = 1;
-    const bool first_piece = split_done == 0;
+    const float beta = split_done == 0 ? 0.f : 1.f;
+    const bool gate_up = step.name == "gemm_d_w_gate_up";
+    expert_dw(*r.gemm, impl, d1, ch.expert_rows, b.x, b.gu, b.a, b.dout, s.split_dw, beta, 0,
+              gate_up ? DwPart::kGateUp : DwPart::kDown);
+    if (gate_up) return;
     split_done += ch.rows;
-    expert_dw(*r.gemm, impl, d1, ch.expert_rows, b.x, b.gu, b.a, b.dout, s.split_dw, first_piece ? 0.f : 1.f, 0);
-    if (split_done == hop_rows_of[static_cast<std::size_t>(ch.first)]) {
-      auto* g16 = static_cast<bf16_t*>(grad);
-      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw, part.gate_up_elems(), g16 + part.gate_up(e0), r.comp));
-      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw + part.gate_up_elems(), part.down_elems(), g16 + part.down(e0),
+    if (split_done == expert_rows[static_cast<std::size_t>(ch.first)]) {
+      const std::int64_t e0 = ch.first;
+      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw, part.gate_up_elems(), grad + part.gate_up(e0), r.comp));
+      MOEHUB_CUDA_CHECK(k::add_f32_into_bf16(s.split_dw + part.gate_up_elems(), part.down_elems(), grad + part.down(e0),
                                              r.comp));
       split_done = 0;
     }

@@ -7,6 +7,7 @@
 // (LayerConfig::ring_accum): fp32 -- output / d_x travel in fp32 and are converted at
 // home; bf16 -- they travel in bf16 and come home straight into out / d_x
 // (d_topk_weights always fp32).
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -42,6 +43,7 @@ class RingTokenSchedule final : public LayerSchedule {
  private:
   // one struct per local rank, for one pass
   struct RankState {
+    std::vector<plan::HopSteps> steps;  ///< this rank's hops (plan::ring_pass_steps)
     HopBufs hop;
     std::vector<void*> owned;  ///< payload and accumulator slots
   };
@@ -61,7 +63,16 @@ class RingTokenSchedule final : public LayerSchedule {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
       L.phase_begin(r, phase, "compute", r.comp);
-      s.hop = alloc_hop(*r.mem, d, largest_hop_chunk(c, r.count_matrix, r.rank, false, c.hop_chunk_rows), bwd);
+      plan::RingOptions ro;
+      ro.chunk_rows = c.hop_chunk_rows;
+      ro.accum_bytes = static_cast<int>(acc_elem);
+      s.steps = plan::ring_pass_steps(ring_routing(c, r.count_matrix), c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kToken,
+                                      bwd, ro)
+                    .hops[static_cast<std::size_t>(r.rank)];
+      std::int64_t most = 0;
+      for (const plan::HopSteps& hs : s.steps)
+        for (const plan::ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
+      s.hop = alloc_hop(*r.mem, d, most, bwd);
       // payload: tokens, pair list, gate weights (and d_out backward)
       std::vector<Segment> own = {{r.in.x, TH * 2}, {r.pair_src, TK * 4}, {r.out.topk_weights, TK * 4}};
       if (bwd) own.push_back({r.in.d_out, TH * 2});
@@ -99,31 +110,21 @@ class RingTokenSchedule final : public LayerSchedule {
                     const std::function<void()>& wait_acc) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
-      std::int64_t start = 0;
-      const auto rows = hop_rows(c, r.count_matrix, r.rank, plan::ring_partition_at_hop(r.rank, h, c.ep), false, &start);
-      const auto* vx = static_cast<const bf16_t*>(pay[0].ptr);
-      const auto* vtw = static_cast<const float*>(pay[2].ptr);
-      float* acc32 = acc16 ? nullptr : static_cast<float*>(acc[0].ptr);
-      bf16_t* a16 = acc16 ? static_cast<bf16_t*>(acc[0].ptr) : nullptr;
-      // chunks of the hop (plan::hop_chunks); each chunk's pairs follow the previous chunk's
-      std::int64_t off = start;
-      for (const plan::HopChunk& ch : plan::hop_chunks(rows, c.hop_chunk_rows)) {
-        const std::int32_t* src = static_cast<const std::int32_t*>(pay[1].ptr) + off;
-        off += ch.rows;
-        if (!bwd) {
-          hop_chunk_forward(*r.gemm, L.gemm_impl(), d, ch, vx, src, r.in.w_part, s.hop, r.comp);
-          wait_acc();
-          hop_chunk_scatter(s.hop, d, ch.rows, src, vtw, acc32, a16, r.comp);
-          continue;
-        }
-        const auto* vdout = static_cast<const bf16_t*>(pay[3].ptr);
-        hop_chunk_backward(*r.gemm, L.gemm_impl(), d, ch, vx, vdout, src, vtw, r.in.w_part, s.hop.dtw, true, s.hop,
-                           r.comp);
-        expert_dw(*r.gemm, L.gemm_impl(), d, ch.expert_rows, s.hop.x, s.hop.gu, s.hop.a, s.hop.dout, r.out.d_w_part, 1.f,
-                  ch.first);
-        wait_acc();
-        hop_chunk_scatter(s.hop, d, ch.rows, src, nullptr, acc32, a16, r.comp);
-        MOEHUB_CUDA_CHECK(k::scatter_add_scalars(s.hop.dtw, src, ch.rows, static_cast<float*>(acc[1].ptr), r.comp));
+      HopChunkIO io;
+      io.x = static_cast<const bf16_t*>(pay[0].ptr);
+      io.topk_weights = static_cast<const float*>(pay[2].ptr);
+      if (bwd) io.dout = static_cast<const bf16_t*>(pay[3].ptr);
+      io.W = r.in.w_part;
+      io.dtw = s.hop.dtw;
+      io.dtw_per_row = true;
+      io.acc32 = acc16 ? nullptr : static_cast<float*>(acc[0].ptr);
+      io.acc16 = acc16 ? static_cast<bf16_t*>(acc[0].ptr) : nullptr;
+      if (bwd) io.dtw_acc = static_cast<float*>(acc[1].ptr);
+      io.dw32 = r.out.d_w_part;
+      io.wait_accum = wait_acc;
+      for (const plan::ChunkSteps& ch : s.steps[static_cast<std::size_t>(h)].chunks) {
+        io.src = static_cast<const std::int32_t*>(pay[1].ptr) + ch.pair_offset;
+        run_hop_chunk(*r.gemm, L.gemm_impl(), d, ch, io, s.hop, r.comp);
       }
     };
     L.ring_pass(p);

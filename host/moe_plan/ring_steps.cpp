@@ -1,0 +1,132 @@
+// The steps of a ring pass (ring_steps.hpp).
+#include "ring_steps.hpp"
+
+#include <stdexcept>
+
+namespace moehub::plan {
+
+RingRouting uniform_ring_routing(int ranks, int experts, std::int64_t tokens, const std::vector<std::int32_t>& counts) {
+  if (ranks < 1 || experts < 1 || experts % ranks || tokens < 0 ||
+      counts.size() != static_cast<std::size_t>(ranks) * static_cast<std::size_t>(experts))
+    throw std::invalid_argument("uniform_ring_routing: need ranks >= 1 dividing experts, tokens >= 0 and ranks x experts counts");
+  RingRouting r;
+  for (int g = 0; g <= ranks; ++g) r.first_expert.push_back(g * (experts / ranks));
+  r.tokens.assign(static_cast<std::size_t>(ranks), tokens);
+  for (int g = 0; g < ranks; ++g)
+    r.pairs.emplace_back(counts.begin() + static_cast<std::ptrdiff_t>(g) * experts,
+                         counts.begin() + static_cast<std::ptrdiff_t>(g + 1) * experts);
+  return r;
+}
+
+namespace {
+
+void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const RingOptions& o) {
+  const int n = r.ranks();
+  auto bad = [](const std::string& what) { throw std::invalid_argument("ring_pass_steps: " + what); };
+  if (n < 1) bad("no ranks");
+  if (r.first_expert.size() != static_cast<std::size_t>(n) + 1 || r.first_expert[0] != 0) bad("first_expert must have N+1 entries from 0");
+  for (int g = 0; g < n; ++g)
+    if (r.first_expert[static_cast<std::size_t>(g) + 1] < r.first_expert[static_cast<std::size_t>(g)]) bad("first_expert must not decrease");
+  const auto E = static_cast<std::size_t>(r.first_expert.back());
+  if (r.pairs.size() != static_cast<std::size_t>(n)) bad("pairs must have N rows");
+  for (const auto& row : r.pairs) {
+    if (row.size() != E) bad("pairs rows must have E entries");
+    for (std::int64_t c : row)
+      if (c < 0) bad("negative pair count");
+  }
+  if (hidden < 1 || ffn < 1 || top_k < 1 || d < 1) bad("hidden, ffn, top_k and dtype bytes must be >= 1");
+  if (o.chunk_rows < 0 || o.accum_bytes < 1 || o.grad_bytes < 1) bad("chunk rows >= 0, accumulator and gradient bytes >= 1");
+}
+
+}  // namespace
+
+RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top_k, int d, RingMode mode, bool backward,
+                              const RingOptions& o) {
+  check(r, hidden, ffn, top_k, d, o);
+  const int n = r.ranks();
+  const bool expert = mode == RingMode::kExpert;
+  const double H = hidden, F = ffn, k = top_k, db = d, a = o.accum_bytes, g = o.grad_bytes;
+  const auto experts_on = [&](int q) {
+    return r.first_expert[static_cast<std::size_t>(q) + 1] - r.first_expert[static_cast<std::size_t>(q)];
+  };
+  // the payload and accumulators of partition q (an empty partition moves nothing)
+  const auto payload = [&](int q) {
+    const double W = 3.0 * H * F, T = static_cast<double>(r.tokens[static_cast<std::size_t>(q)]);
+    if (expert) return experts_on(q) * W * db;
+    return T * H * db * (backward ? 2.0 : 1.0) + T * k * 8.0;
+  };
+  const auto accum = [&](int q) {
+    const double W = 3.0 * H * F, T = static_cast<double>(r.tokens[static_cast<std::size_t>(q)]);
+    if (expert) return backward ? experts_on(q) * W * g : 0.0;
+    return T * H * a + (backward ? T * k * 4.0 : 0.0);
+  };
+  RingPassSteps out{mode, backward, {}, {}};
+  for (int rank = 0; rank < n; ++rank) {
+    std::vector<HopSteps> hops;
+    for (int h = 0; h < n; ++h) {
+      HopSteps hs;
+      hs.rank = rank;
+      hs.hop = h;
+      hs.partition = ring_partition_at_hop(rank, h, n);
+      if (h + 1 < n) hs.payload_bytes = payload(hs.partition);
+      if (h >= 1) hs.accum_bytes = accum(ring_partition_at_hop(rank, h - 1, n));
+      // expert routing: the rank's own pairs for the visiting experts; token routing: the
+      // visiting tokens' pairs for the rank's experts
+      const int src = expert ? rank : hs.partition, owner = expert ? hs.partition : rank;
+      const auto& row = r.pairs[static_cast<std::size_t>(src)];
+      std::vector<std::int64_t> rows;
+      std::int64_t offset = 0;
+      for (int e = 0; e < r.first_expert[static_cast<std::size_t>(owner)]; ++e) offset += row[static_cast<std::size_t>(e)];
+      for (int e = r.first_expert[static_cast<std::size_t>(owner)]; e < r.first_expert[static_cast<std::size_t>(owner) + 1]; ++e)
+        rows.push_back(row[static_cast<std::size_t>(e)]);
+      for (const HopChunk& ch : hop_chunks(rows, o.chunk_rows)) {
+        ChunkSteps cs{ch.first, ch.last, ch.rows, offset, ch.expert_rows, {}};
+        offset += ch.rows;
+        const double M = static_cast<double>(ch.rows);
+        auto gemm = [&](const std::string& name, auto shape, int acc = 0) {
+          KernelStep ks{name, {}, 0.0, acc};
+          for (std::int64_t ne : ch.expert_rows) ks.gemms.push_back(shape(ne));
+          cs.kernels.push_back(ks);
+        };
+        auto mem = [&](const std::string& name, double bytes, int acc = 0) { cs.kernels.push_back({name, {}, bytes, acc}); };
+        const std::int64_t Hi = hidden, Fi = ffn;
+        if (!backward) {
+          mem("gather_x", M * H * db * 2.0);
+          gemm("gemm_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
+          mem("swiglu", M * 3.0 * F * db);
+          gemm("gemm_down", [&](std::int64_t ne) { return GemmDims{ne, Hi, Fi}; });
+          if (!expert) mem("wait_accum", 0.0);
+          mem("scatter_out", M * H * (db + 2.0 * a), o.accum_bytes);
+        } else {
+          mem("gather_x", M * H * db * 2.0);
+          mem("gather_d_out", M * H * db * 2.0);
+          gemm("gemm_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
+          gemm("gemm_d_act", [&](std::int64_t ne) { return GemmDims{ne, Fi, Hi}; });
+          mem("swiglu_backward", M * 6.0 * F * db);
+          gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; });
+          auto dw = [&](int acc) {
+            gemm("gemm_d_w_gate_up", [&](std::int64_t ne) { return GemmDims{ne ? Hi : 0, 2 * Fi, ne}; }, acc);
+            gemm("gemm_d_w_down", [&](std::int64_t ne) { return GemmDims{ne ? Fi : 0, Hi, ne}; }, acc);
+          };
+          if (expert) {
+            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+            mem("wait_accum", 0.0);
+            dw(o.grad_bytes);
+          } else {
+            dw(4);  // the resident fp32 parameter gradient
+            mem("wait_accum", 0.0);
+            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+            mem("scatter_d_topk_weights", M * 4.0 * 3.0, 4);
+          }
+        }
+        hs.chunks.push_back(std::move(cs));
+      }
+      hops.push_back(std::move(hs));
+    }
+    out.hops.push_back(std::move(hops));
+    out.final_accum_bytes.push_back(accum(ring_partition_at_hop(rank, n - 1, n)));
+  }
+  return out;
+}
+
+}  // namespace moehub::plan

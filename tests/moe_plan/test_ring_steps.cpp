@@ -1,0 +1,133 @@
+// Tests of the ring steps (ring_steps.hpp): the one description of a ring pass that the
+// GPU harness executes and the simulator replays.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "moe_plan.hpp"
+#include "ring_steps.hpp"
+
+namespace {
+
+using namespace moehub::plan;
+
+std::vector<std::string> names(const ChunkSteps& c) {
+  std::vector<std::string> out;
+  for (const KernelStep& k : c.kernels) out.push_back(k.name);
+  return out;
+}
+
+// 4 ranks x 8 experts (2 each); every rank sends e + 1 + rank pairs to expert e, except
+// that nobody routes to expert 5 and rank 3 routes nothing to experts 0..3
+RingRouting uneven() {
+  std::vector<std::int32_t> c(32);
+  for (int g = 0; g < 4; ++g)
+    for (int e = 0; e < 8; ++e) c[static_cast<std::size_t>(g * 8 + e)] = e == 5 || (g == 3 && e < 4) ? 0 : e + 1 + g;
+  return uniform_ring_routing(4, 8, 40, c);
+}
+
+TEST(RingSteps, TransferBytesAreTheHopPartsOfEachPartition) {
+  const MoeProblem p{49152, 2048, 768, 128, 8, 8};
+  const std::vector<std::int32_t> counts(8 * 128, 49152 * 8 / 128);
+  const RingRouting r = uniform_ring_routing(8, 128, 49152, counts);
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken}) {
+    for (const bool bwd : {false, true}) {
+      RingOptions o;
+      o.accum_bytes = 4;
+      o.grad_bytes = 2;
+      MoeProblem q = p;
+      q.accum_bytes = 4;
+      q.grad_bytes = 2;
+      const HopParts want = hop_parts(q, mode, bwd);
+      const RingPassSteps s = ring_pass_steps(r, p.hidden, p.ffn, p.top_k, 2, mode, bwd, o);
+      for (int g = 0; g < 8; ++g) {
+        for (int h = 0; h < 8; ++h) {
+          const HopSteps& hs = s.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)];
+          EXPECT_EQ(hs.partition, ring_partition_at_hop(g, h, 8));
+          EXPECT_DOUBLE_EQ(hs.payload_bytes, h < 7 ? want.payload_bytes : 0.0) << to_string(mode) << bwd << g << h;
+          EXPECT_DOUBLE_EQ(hs.accum_bytes, h >= 1 ? want.accum_bytes : 0.0) << to_string(mode) << bwd << g << h;
+        }
+        EXPECT_DOUBLE_EQ(s.final_accum_bytes[static_cast<std::size_t>(g)], want.accum_bytes);
+      }
+    }
+  }
+}
+
+TEST(RingSteps, KernelOrderIsTheGpuHarnesss) {
+  const RingRouting r = uneven();
+  const RingOptions o;
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, o).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x", "gemm_gate_up", "swiglu", "gemm_down", "scatter_out"}));
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, false, o).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x", "gemm_gate_up", "swiglu", "gemm_down", "wait_accum", "scatter_out"}));
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x", "gather_d_out", "gemm_gate_up", "gemm_d_act", "swiglu_backward",
+                                      "gemm_d_x", "scatter_d_x", "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down"}));
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x", "gather_d_out", "gemm_gate_up", "gemm_d_act", "swiglu_backward",
+                                      "gemm_d_x", "gemm_d_w_gate_up", "gemm_d_w_down", "wait_accum", "scatter_d_x",
+                                      "scatter_d_topk_weights"}));
+}
+
+TEST(RingSteps, ChunksCoverTheHopsRowsInPairOrder) {
+  const RingRouting r = uneven();
+  RingOptions o;
+  o.chunk_rows = 7;
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken}) {
+    const RingPassSteps s = ring_pass_steps(r, 64, 32, 2, 2, mode, true, o);
+    for (int g = 0; g < 4; ++g) {
+      for (int h = 0; h < 4; ++h) {
+        const HopSteps& hs = s.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)];
+        const int src = mode == RingMode::kExpert ? g : hs.partition, owner = mode == RingMode::kExpert ? hs.partition : g;
+        const auto& row = r.pairs[static_cast<std::size_t>(src)];
+        const std::int64_t start = std::accumulate(row.begin(), row.begin() + 2 * owner, std::int64_t{0});
+        const std::int64_t total = row[static_cast<std::size_t>(2 * owner)] + row[static_cast<std::size_t>(2 * owner + 1)];
+        std::int64_t next = start, covered = 0;
+        for (const ChunkSteps& c : hs.chunks) {
+          EXPECT_EQ(c.pair_offset, next);
+          EXPECT_LE(c.rows, 7);
+          next += c.rows;
+          covered += c.rows;
+          std::int64_t gemm_rows = 0;
+          for (const GemmDims& gd : c.kernels[2].gemms) gemm_rows += gd.m;  // gemm_gate_up
+          EXPECT_EQ(gemm_rows, c.rows);
+          EXPECT_DOUBLE_EQ(c.kernels[0].bytes, static_cast<double>(c.rows) * 64 * 2 * 2);  // gather_x
+        }
+        EXPECT_EQ(covered, total) << to_string(mode) << " rank " << g << " hop " << h;
+      }
+    }
+  }
+}
+
+TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
+  const RingRouting r = uneven();
+  RingOptions o;
+  o.accum_bytes = 2;
+  o.grad_bytes = 2;
+  const ChunkSteps c = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[1][2].chunks[0];
+  EXPECT_EQ(c.kernels[6].accum_bytes, 2);                                           // scatter_d_x
+  EXPECT_DOUBLE_EQ(c.kernels[6].bytes, static_cast<double>(c.rows) * 64 * (2 + 4));  // read y, read + write bf16
+  EXPECT_EQ(c.kernels[8].accum_bytes, 2);                                           // bf16 gradient partition
+  const ChunkSteps t = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[1][2].chunks[0];
+  EXPECT_EQ(t.kernels[6].accum_bytes, 4);  // the resident parameter gradient stays fp32
+  // an empty expert gives an empty weight-gradient GEMM, not a 64 x 64 one
+  const ChunkSteps e = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, RingOptions{}).hops[0][2].chunks[0];
+  ASSERT_EQ(e.first, 0);
+  ASSERT_EQ(e.expert_rows.size(), 2u);
+  EXPECT_EQ(e.expert_rows[1], 0);  // expert 5 (partition 2's second)
+  EXPECT_EQ(e.kernels[8].gemms[1].m, 0);
+}
+
+TEST(RingSteps, RejectsInconsistentRouting) {
+  RingRouting r = uneven();
+  r.pairs[1][3] = -1;
+  EXPECT_THROW(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, RingOptions{}), std::invalid_argument);
+  r = uneven();
+  r.first_expert.pop_back();
+  EXPECT_THROW(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, RingOptions{}), std::invalid_argument);
+  EXPECT_THROW(uniform_ring_routing(3, 8, 10, std::vector<std::int32_t>(24)), std::invalid_argument);
+}
+
+}  // namespace

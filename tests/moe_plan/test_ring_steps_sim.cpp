@@ -1,0 +1,140 @@
+// The simulator's ring schedules replay the ring steps (ring_steps.hpp) that the GPU
+// harness executes: for the published configuration and for uneven routing, every GPU's
+// compute ops are the steps' kernels in order (names, GEMM shapes, bytes), each hop's
+// transfer moves the steps' bytes, and the kernel after a wait_accum step waits for the
+// transfer that brings the accumulator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "moe_plan.hpp"
+#include "ring_steps.hpp"
+#include "workload/routing.hpp"
+#include "workload/schedule.hpp"
+
+namespace {
+
+using namespace moehub;
+
+// tokens_per_gpu[g] tokens on GPU g; token t's j-th expert is pick(g, t, j)
+template <class Pick>
+Routing make_routing(int gpus, int experts, int k, const std::vector<std::int64_t>& tokens, Pick pick) {
+  Routing r;
+  r.num_gpus = gpus;
+  r.num_experts = experts;
+  r.top_k = k;
+  r.tokens_per_gpu = tokens;
+  for (int g = 0; g < gpus; ++g) {
+    std::vector<std::int32_t> ids;
+    for (std::int64_t t = 0; t < tokens[static_cast<std::size_t>(g)]; ++t)
+      for (int j = 0; j < k; ++j) ids.push_back(pick(g, t, j));
+    r.expert_ids.push_back(ids);
+    r.gate_weights.push_back(std::vector<float>(ids.size(), 1.0f / static_cast<float>(k)));
+  }
+  return r;
+}
+
+void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing) {
+  const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, r.num_gpus);
+  const ScheduleOptions opt;
+  const Schedule s = build_ring(m, r, p, opt, token_routing);
+  plan::RingRouting rr;
+  rr.first_expert = p.first_expert;
+  rr.tokens = r.tokens_per_gpu;
+  rr.pairs.assign(static_cast<std::size_t>(r.num_gpus), std::vector<std::int64_t>(static_cast<std::size_t>(m.num_experts), 0));
+  for (std::size_t g = 0; g < rr.pairs.size(); ++g)
+    for (auto e : r.expert_ids[g]) ++rr.pairs[g][static_cast<std::size_t>(e)];
+  plan::RingOptions ro;
+  ro.accum_bytes = opt.ring_accum_bytes;
+  ro.grad_bytes = opt.ring_grad_bytes;
+  const int N = r.num_gpus;
+  for (int g = 0; g < N; ++g) {
+    const auto& ops = s.ops[static_cast<std::size_t>(g)];
+    std::size_t i = 0;
+    while (i < ops.size() && ops[i].phase != "ring_transfer" && ops[i].phase != "ring_compute") ++i;  // routing ops
+    for (const bool bwd : {false, true}) {
+      const plan::RingPassSteps st = plan::ring_pass_steps(rr, m.hidden_size, m.expert_ffn_size, m.top_k, m.dtype_bytes,
+                                                           token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert,
+                                                           bwd, ro);
+      bool any_accum = false;  // a transfer at hop h: a payload (h < N-1) or accumulators (h >= 1)
+      for (const auto& hops : st.hops)
+        for (const auto& hs : hops) any_accum = any_accum || hs.accum_bytes > 0;
+      for (double b : st.final_accum_bytes) any_accum = any_accum || b > 0;
+      for (int h = 0; h <= N; ++h) {
+        int transfer = -1;
+        if (h < N - 1 || (N > 1 && h >= 1 && any_accum)) {
+          ASSERT_LT(i, ops.size());
+          ASSERT_EQ(ops[i].phase, "ring_transfer") << "GPU " << g << " hop " << h << ": " << ops[i].name;
+          const AllToAll& a = s.collectives[static_cast<std::size_t>(ops[i].collective)];
+          const double bytes = h < N ? st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].payload_bytes +
+                                           st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].accum_bytes
+                                     : st.final_accum_bytes[static_cast<std::size_t>(g)];
+          const auto rows = a.rows[static_cast<std::size_t>(g)][static_cast<std::size_t>(plan::ring_send_peer(g, N))].size();
+          EXPECT_EQ(static_cast<double>(rows), std::ceil(bytes / a.row_bytes)) << "GPU " << g << " hop " << h;
+          transfer = static_cast<int>(i++);
+        }
+        if (h == N) break;
+        bool waits = false;
+        for (const plan::ChunkSteps& c : st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].chunks) {
+          for (const plan::KernelStep& k : c.kernels) {
+            if (k.is_wait()) {
+              waits = h >= 1 && transfer >= 0;
+              continue;
+            }
+            ASSERT_LT(i, ops.size());
+            const Op& op = ops[i];
+            EXPECT_EQ(op.name.substr(op.name.rfind(' ') + 1), k.name) << "GPU " << g << " hop " << h << " op " << op.name;
+            if (k.is_gemm()) {
+              ASSERT_EQ(op.gemms.size(), k.gemms.size()) << op.name;
+              for (std::size_t x = 0; x < k.gemms.size(); ++x) {
+                EXPECT_EQ(op.gemms[x].m, k.gemms[x].m);
+                EXPECT_EQ(op.gemms[x].n, k.gemms[x].n);
+                EXPECT_EQ(op.gemms[x].k, k.gemms[x].k);
+              }
+            } else {
+              EXPECT_DOUBLE_EQ(op.bytes, k.bytes) << op.name;
+            }
+            if (waits) {
+              EXPECT_NE(std::find(op.after.begin(), op.after.end(), transfer), op.after.end())
+                  << op.name << " must wait for the transfer that brings its accumulator";
+            }
+            waits = false;
+            ++i;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(i, ops.size()) << "GPU " << g << ": ops the steps do not describe";
+  }
+}
+
+ModelConfig qwen3() {
+  ModelConfig m;
+  m.hidden_size = 2048;
+  m.expert_ffn_size = 768;
+  m.num_experts = 128;
+  m.top_k = 8;
+  return m;
+}
+
+TEST(RingStepsSim, PublishedConfigurationReplaysTheSteps) {
+  // 8 GPUs x 49,152 tokens, balanced: token t's experts (t + 16 j) mod 128
+  const Routing r = make_routing(8, 128, 8, std::vector<std::int64_t>(8, 49152),
+                                 [](int, std::int64_t t, int j) { return static_cast<std::int32_t>((t + 16 * j) % 128); });
+  expect_replay(qwen3(), r, false);
+  expect_replay(qwen3(), r, true);
+}
+
+TEST(RingStepsSim, UnevenRoutingReplaysTheSteps) {
+  // uneven tokens per GPU, a quarter of the experts never chosen, the rest skewed
+  const Routing r = make_routing(8, 128, 8, {300, 17, 0, 256, 99, 1, 128, 64}, [](int g, std::int64_t t, int j) {
+    return static_cast<std::int32_t>((g * 3 + t * t + 11 * j) % 96);
+  });
+  expect_replay(qwen3(), r, false);
+  expect_replay(qwen3(), r, true);
+}
+
+}  // namespace
