@@ -65,6 +65,8 @@ for s in "$@"; do
       for s in ring-expert ring-token a2a; do
         stage "nccl_run_$s" 120 $MPI "$BIN" run --transport nccl --schedule $s --tokens 16384
       done ;;
+    ab)  # layer time of the build in BASE_DIR (another checkout, built with the gpu preset) against this one
+      stage ab_run 300 scripts/gpu/ab_run.sh "${BASE_DIR:-../base}/$BIN" "$BIN" --ep 8 --tokens 8192 --iters 5 ;;
     rank-failure)  # a rank that fails on purpose: the other must exit non-zero within seconds
       stage rank_failure 400 scripts/gpu/rank_failure.sh "$BIN" ;;
     tests)
