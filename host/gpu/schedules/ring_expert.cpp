@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "cuda_check.hpp"
 #include "ring_engine.hpp"
@@ -65,16 +66,17 @@ class RingExpertSchedule final : public LayerSchedule {
     RingPass p;
     p.pass = bwd ? "bwd" : "fwd";
     p.mode = "ring-expert";
+    // the pass's steps (every local rank holds the same count matrix): planned once
+    plan::RingOptions ro;
+    ro.chunk_rows = c.hop_chunk_rows;
+    ro.accum_bytes = ro.grad_bytes = acc16 ? 2 : 4;
+    plan::RingPassSteps all = plan::ring_pass_steps(ring_routing(c, L.ranks()[0]->count_matrix), c.hidden, c.ffn, c.top_k,
+                                                    2, plan::RingMode::kExpert, bwd, ro);
     for (std::size_t li = 0; li < st.size(); ++li) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
       L.phase_begin(r, phase, "compute", r.comp);
-      plan::RingOptions ro;
-      ro.chunk_rows = c.hop_chunk_rows;
-      ro.accum_bytes = ro.grad_bytes = acc16 ? 2 : 4;
-      s.steps = plan::ring_pass_steps(ring_routing(c, r.count_matrix), c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kExpert,
-                                      bwd, ro)
-                    .hops[static_cast<std::size_t>(r.rank)];
+      s.steps = std::move(all.hops[static_cast<std::size_t>(r.rank)]);
       s.hop = alloc_hop(*r.mem, d, largest_chunk(s.steps), bwd);
       if (bwd && acc16 && c.hop_chunk_rows > 0) {
         std::int64_t most = 0;

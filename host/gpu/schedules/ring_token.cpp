@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "cuda_check.hpp"
 #include "ring_engine.hpp"
@@ -59,16 +60,17 @@ class RingTokenSchedule final : public LayerSchedule {
     RingPass p;
     p.pass = bwd ? "bwd" : "fwd";
     p.mode = "ring-token";
+    // the pass's steps (every local rank holds the same count matrix): planned once
+    plan::RingOptions ro;
+    ro.chunk_rows = c.hop_chunk_rows;
+    ro.accum_bytes = static_cast<int>(acc_elem);
+    plan::RingPassSteps all = plan::ring_pass_steps(ring_routing(c, L.ranks()[0]->count_matrix), c.hidden, c.ffn, c.top_k,
+                                                    2, plan::RingMode::kToken, bwd, ro);
     for (std::size_t li = 0; li < st.size(); ++li) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
       L.phase_begin(r, phase, "compute", r.comp);
-      plan::RingOptions ro;
-      ro.chunk_rows = c.hop_chunk_rows;
-      ro.accum_bytes = static_cast<int>(acc_elem);
-      s.steps = plan::ring_pass_steps(ring_routing(c, r.count_matrix), c.hidden, c.ffn, c.top_k, 2, plan::RingMode::kToken,
-                                      bwd, ro)
-                    .hops[static_cast<std::size_t>(r.rank)];
+      s.steps = std::move(all.hops[static_cast<std::size_t>(r.rank)]);
       std::int64_t most = 0;
       for (const plan::HopSteps& hs : s.steps)
         for (const plan::ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
