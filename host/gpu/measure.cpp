@@ -17,6 +17,7 @@
 #include "expert_ops.hpp"
 #include "host_data.hpp"
 #include "layer.hpp"
+#include "model_shapes.hpp"
 #include "moe_plan.hpp"
 #include "ring_hop.hpp"
 #include "schedule.hpp"
@@ -108,13 +109,6 @@ double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& 
   return round_robin_us(s, warm, reps, {fn})[0];
 }
 
-struct Model { std::string name; int hidden, ffn, experts, top_k; };
-// Public model shapes (/work/shared/reference/models-and-hardware.md).
-const std::vector<Model> kModels = {
-    {"mixtral-8x7b", 4096, 14336, 8, 2},
-    {"qwen3-30b-a3b", 2048, 768, 128, 8},
-    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4},
-};
 
 std::vector<std::int64_t> balanced_rows(std::int64_t total, int groups) {
   std::vector<std::int64_t> r(static_cast<std::size_t>(groups), total / groups);
@@ -324,8 +318,11 @@ int cmd_memory(const Args& a) {
 
 int cmd_bench_gemm(const Args& a) {
   const std::int64_t tokens = a.integer("tokens", 16384, 1, 1 << 20);
-  const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b",
-                                {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"});
+  // model shapes from configs/models (model_shapes.hpp)
+  const std::vector<std::string> known = model_names();
+  const auto names = a.str_list("models", "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b", {known.begin(), known.end()});
+  std::vector<ModelShape> models;
+  for (const std::string& n : names) models.push_back(load_model_shape(n));
   const std::string routing = a.str("routing", "balanced");
   if (routing != "balanced" && routing != "skewed")
     throw UsageError("--routing must be balanced or skewed (got '" + routing + "')");
@@ -336,8 +333,7 @@ int cmd_bench_gemm(const Args& a) {
               skewed ? "over the experts in proportion to (e + 1)^-0.5" : "split evenly over the experts",
               device_name(0).c_str());
   std::vector<trace::GemmTiming> out;
-  for (const Model& m : kModels) {
-    if (std::find(names.begin(), names.end(), m.name) == names.end()) continue;
+  for (const ModelShape& m : models) {
     const auto rows = skewed ? skewed_rows(tokens * m.top_k, m.experts) : balanced_rows(tokens * m.top_k, m.experts);
     std::printf("%-18s rows per expert: %lld..%lld\n", m.name.c_str(),
                 static_cast<long long>(*std::min_element(rows.begin(), rows.end())),

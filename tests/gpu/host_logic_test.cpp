@@ -2,6 +2,7 @@
 // the polling wait that lets a rank give up when another one failed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -276,6 +277,41 @@ TEST(GpuRingSlots, PayloadAndAccumulatorsAlternateAndNeverCollide) {
   const std::array<std::vector<Segment>, 2> none;
   EXPECT_EQ(ring_hop_segments(1, 3, mine, pay, none).send.size(), 1u);
   EXPECT_TRUE(ring_hop_segments(2, 3, mine, pay, none).send.empty());
+}
+
+}  // namespace
+
+// ---- model shapes from configs/models ------------------------------------------------------
+
+#include "model_shapes.hpp"
+
+namespace {
+
+using namespace moehub::gpu;
+
+TEST(GpuModelShapes, ReadsTheModelConfigs) {
+  const std::vector<std::string> names = model_names();
+  for (const char* n : {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  const ModelShape q = load_model_shape("qwen3-30b-a3b");
+  EXPECT_EQ(q.hidden, 2048);
+  EXPECT_EQ(q.ffn, 768);
+  EXPECT_EQ(q.experts, 128);
+  EXPECT_EQ(q.top_k, 8);
+  EXPECT_THROW(load_model_shape("no-such-model"), UsageError);
+}
+
+TEST(GpuModelShapes, BadValuesNameTheFileAndKey) {
+  const std::string ok = "name: m\nhidden_size: 64   # a comment\nexpert_ffn_size: 32\nnum_experts: 4\ntop_k: 2\n";
+  EXPECT_EQ(parse_model_shape(ok, "m.yaml").hidden, 64);
+  try {
+    parse_model_shape("hidden_size: 64\nexpert_ffn_size: 32\nnum_experts: 4\ntop_k: 5\n", "m.yaml");
+    ADD_FAILURE() << "top_k above num_experts accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml: top_k must be an integer in [1, 4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_model_shape("hidden_size: 64\nnum_experts: 4\ntop_k: 2\n", "m.yaml"), UsageError);  // no ffn
+  EXPECT_THROW(parse_model_shape("hidden_size: 6x\nexpert_ffn_size: 32\nnum_experts: 4\ntop_k: 2\n", "m.yaml"), UsageError);
 }
 
 }  // namespace
