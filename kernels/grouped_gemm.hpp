@@ -13,8 +13,9 @@
 // Design: tiles of 128 x 256 outputs over 64-wide K blocks; the bulk tensor copy engine
 // (TMA, 128-byte swizzle) fills a 4-stage shared-memory ring guarded by mbarriers; one
 // producer warp issues the copies, two consumer warpgroups each run wgmma m64n256k16
-// on half of the tile's rows and write their bf16 results straight from registers
-// (rows past m_g and columns past n are masked). The grid is persistent (one block per
+// on half of the tile's rows; the epilogue converts each consumer's fp32 accumulators to
+// bf16 in 64-column slabs staged through padded shared memory and stores whole
+// 128-byte row runs with 16-byte stores (rows past m_g and columns past n are masked). The grid is persistent (one block per
 // multiprocessor) and walks a flat list of all groups' tiles, so the small per-expert
 // GEMMs of fine-grained MoE models fill the GPU together rather than one at a time.
 #pragma once

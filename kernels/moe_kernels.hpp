@@ -109,7 +109,9 @@ struct PtrTableArgs {
 cudaError_t fill_ptr_tables(const PtrTableArgs& args, const void** a, const void** b, void** c,
                             cudaStream_t stream);
 
-/// dst[pair_src[i]] += vals[i] for i in [0, rows).
+/// dst[pair_src[i]] += vals[i] for i in [0, rows). A plain (non-atomic) add: the
+/// pair_src entries of one call must be distinct (they are: each is one (token, slot)
+/// pair, and a hop chunk holds each pair once).
 cudaError_t scatter_add_scalars(const float* vals, const std::int32_t* pair_src, std::int64_t rows,
                                 float* dst, cudaStream_t stream);
 
