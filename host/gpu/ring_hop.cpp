@@ -50,13 +50,14 @@ void run_hop_kernel(const plan::KernelStep& step, GemmRunner& g, GemmImpl impl, 
   const std::string& n = step.name;
   if (n == "gather_x") {
     MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
-  } else if (n == "gather_d_out") {
+  } else if (n == "gather_x_d_out") {
+    MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
     MOEHUB_CUDA_CHECK(k::gather_rows(io.dout, io.src, K, nullptr, M, H, b.dout, s));
-  } else if (n == "gemm_gate_up") {
+  } else if (n == "gemm1_gate_up") {
     expert_gate_up(g, impl, d, rows, b.x, io.W, b.gu, e0);
   } else if (n == "swiglu") {
     MOEHUB_CUDA_CHECK(k::swiglu_forward(b.gu, M, F, b.a, s));
-  } else if (n == "gemm_down") {
+  } else if (n == "gemm2_down") {
     expert_down(g, impl, d, rows, b.a, io.W, b.y, e0);
   } else if (n == "gemm_d_act") {
     expert_da(g, impl, d, rows, b.dout, io.W, b.a, e0);  // unscaled dA' = d_out Wd^T

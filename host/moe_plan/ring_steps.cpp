@@ -92,15 +92,14 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
         const std::int64_t Hi = hidden, Fi = ffn;
         if (!backward) {
           mem("gather_x", M * H * db * 2.0);
-          gemm("gemm_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
+          gemm("gemm1_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
           mem("swiglu", M * 3.0 * F * db);
-          gemm("gemm_down", [&](std::int64_t ne) { return GemmDims{ne, Hi, Fi}; });
+          gemm("gemm2_down", [&](std::int64_t ne) { return GemmDims{ne, Hi, Fi}; });
           if (!expert) mem("wait_accum", 0.0);
           mem("scatter_out", M * H * (db + 2.0 * a), o.accum_bytes);
         } else {
-          mem("gather_x", M * H * db * 2.0);
-          mem("gather_d_out", M * H * db * 2.0);
-          gemm("gemm_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
+          mem("gather_x_d_out", M * H * db * 4.0);
+          gemm("gemm1_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
           gemm("gemm_d_act", [&](std::int64_t ne) { return GemmDims{ne, Fi, Hi}; });
           mem("swiglu_backward", M * 6.0 * F * db);
           gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; });

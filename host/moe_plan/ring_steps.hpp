@@ -7,16 +7,16 @@
 //
 // Kernels of one chunk (n_e = the chunk's rows of local expert e, M = sum n_e):
 //   forward:   gather_x          M*H*d*2 bytes (read + write)
-//              gemm_gate_up      {n_e, 2F, H} per expert
+//              gemm1_gate_up     {n_e, 2F, H} per expert
 //              swiglu            M*3F*d
-//              gemm_down         {n_e, H, F}
+//              gemm2_down        {n_e, H, F}
 //              wait_accum        (token routing: the output accumulator that arrives
 //                                 with this hop's transfer; no work)
 //              scatter_out       M*H*(d + 2a): read y, read + write the accumulator (a
 //                                 = accumulator bytes), weighted by the gate weights
 //   backward (the intermediates are recomputed in the hop):
-//              gather_x, gather_d_out  M*H*d*2 each
-//              gemm_gate_up      {n_e, 2F, H}
+//              gather_x_d_out    M*H*d*4 (the rows of x and of d_out: two kernels)
+//              gemm1_gate_up     {n_e, 2F, H}
 //              gemm_d_act        {n_e, F, H}       dA' = d_out Wd^T (unscaled)
 //              swiglu_backward   M*6F*d            recomputes the activation, gives dGU,
 //                                                  A and the gate-weight gradient
@@ -61,7 +61,7 @@ struct RingOptions {
 
 struct GemmDims { std::int64_t m, n, k; };
 struct KernelStep {
-  std::string name;               ///< gather_x, gemm_gate_up, ... (list above)
+  std::string name;               ///< gather_x, gemm1_gate_up, ... (list above)
   std::vector<GemmDims> gemms;    ///< GEMM kernels: one group per expert of the chunk
   double bytes = 0;               ///< memory kernels: bytes read + written
   int accum_bytes = 0;            ///< element bytes of the accumulator the kernel adds into (0: none)

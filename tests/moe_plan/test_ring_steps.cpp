@@ -59,14 +59,14 @@ TEST(RingSteps, KernelOrderIsTheGpuHarnesss) {
   const RingRouting r = uneven();
   const RingOptions o;
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, o).hops[0][1].chunks[0]),
-            (std::vector<std::string>{"gather_x", "gemm_gate_up", "swiglu", "gemm_down", "scatter_out"}));
+            (std::vector<std::string>{"gather_x", "gemm1_gate_up", "swiglu", "gemm2_down", "scatter_out"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, false, o).hops[0][1].chunks[0]),
-            (std::vector<std::string>{"gather_x", "gemm_gate_up", "swiglu", "gemm_down", "wait_accum", "scatter_out"}));
+            (std::vector<std::string>{"gather_x", "gemm1_gate_up", "swiglu", "gemm2_down", "wait_accum", "scatter_out"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[0][1].chunks[0]),
-            (std::vector<std::string>{"gather_x", "gather_d_out", "gemm_gate_up", "gemm_d_act", "swiglu_backward",
+            (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
                                       "gemm_d_x", "scatter_d_x", "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[0][1].chunks[0]),
-            (std::vector<std::string>{"gather_x", "gather_d_out", "gemm_gate_up", "gemm_d_act", "swiglu_backward",
+            (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
                                       "gemm_d_x", "gemm_d_w_gate_up", "gemm_d_w_down", "wait_accum", "scatter_d_x",
                                       "scatter_d_topk_weights"}));
 }
@@ -91,9 +91,9 @@ TEST(RingSteps, ChunksCoverTheHopsRowsInPairOrder) {
           next += c.rows;
           covered += c.rows;
           std::int64_t gemm_rows = 0;
-          for (const GemmDims& gd : c.kernels[2].gemms) gemm_rows += gd.m;  // gemm_gate_up
+          for (const GemmDims& gd : c.kernels[1].gemms) gemm_rows += gd.m;  // gemm1_gate_up
           EXPECT_EQ(gemm_rows, c.rows);
-          EXPECT_DOUBLE_EQ(c.kernels[0].bytes, static_cast<double>(c.rows) * 64 * 2 * 2);  // gather_x
+          EXPECT_DOUBLE_EQ(c.kernels[0].bytes, static_cast<double>(c.rows) * 64 * 2 * 4);  // gather_x_d_out
         }
         EXPECT_EQ(covered, total) << to_string(mode) << " rank " << g << " hop " << h;
       }
@@ -107,17 +107,20 @@ TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
   o.accum_bytes = 2;
   o.grad_bytes = 2;
   const ChunkSteps c = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[1][2].chunks[0];
-  EXPECT_EQ(c.kernels[6].accum_bytes, 2);                                           // scatter_d_x
-  EXPECT_DOUBLE_EQ(c.kernels[6].bytes, static_cast<double>(c.rows) * 64 * (2 + 4));  // read y, read + write bf16
-  EXPECT_EQ(c.kernels[8].accum_bytes, 2);                                           // bf16 gradient partition
+  EXPECT_EQ(c.kernels[5].name, "scatter_d_x");
+  EXPECT_EQ(c.kernels[5].accum_bytes, 2);
+  EXPECT_DOUBLE_EQ(c.kernels[5].bytes, static_cast<double>(c.rows) * 64 * (2 + 4));  // read y, read + write bf16
+  EXPECT_EQ(c.kernels[7].name, "gemm_d_w_gate_up");
+  EXPECT_EQ(c.kernels[7].accum_bytes, 2);  // bf16 gradient partition
   const ChunkSteps t = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[1][2].chunks[0];
-  EXPECT_EQ(t.kernels[6].accum_bytes, 4);  // the resident parameter gradient stays fp32
+  EXPECT_EQ(t.kernels[5].name, "gemm_d_w_gate_up");
+  EXPECT_EQ(t.kernels[5].accum_bytes, 4);  // the resident parameter gradient stays fp32
   // an empty expert gives an empty weight-gradient GEMM, not a 64 x 64 one
   const ChunkSteps e = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, RingOptions{}).hops[0][2].chunks[0];
   ASSERT_EQ(e.first, 0);
   ASSERT_EQ(e.expert_rows.size(), 2u);
   EXPECT_EQ(e.expert_rows[1], 0);  // expert 5 (partition 2's second)
-  EXPECT_EQ(e.kernels[8].gemms[1].m, 0);
+  EXPECT_EQ(e.kernels[7].gemms[1].m, 0);
 }
 
 TEST(RingSteps, RejectsInconsistentRouting) {
