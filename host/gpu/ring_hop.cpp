@@ -42,46 +42,82 @@ void hop_chunk_scatter(const HopBufs& b, const Dims& d, std::int64_t rows, const
     MOEHUB_CUDA_CHECK(k::scatter_add_rows(b.y, src, K, w, rows, H, acc32, s));
 }
 
+HopKernel hop_kernel_of(const std::string& name) {
+  static const std::pair<const char*, HopKernel> kNames[] = {
+      {"gather_x", HopKernel::kGatherX},
+      {"gather_x_d_out", HopKernel::kGatherXDout},
+      {"gemm1_gate_up", HopKernel::kGemmGateUp},
+      {"swiglu", HopKernel::kSwiglu},
+      {"gemm2_down", HopKernel::kGemmDown},
+      {"gemm_d_act", HopKernel::kGemmDAct},
+      {"swiglu_backward", HopKernel::kSwigluBackward},
+      {"gemm_d_x", HopKernel::kGemmDX},
+      {"scatter_out", HopKernel::kScatterOut},
+      {"scatter_d_x", HopKernel::kScatterDX},
+      {"scatter_d_topk_weights", HopKernel::kScatterDTopkWeights},
+      {"wait_accum", HopKernel::kWaitAccum},
+      {"gemm_d_w_gate_up", HopKernel::kGemmDWGateUp},
+      {"gemm_d_w_down", HopKernel::kGemmDWDown},
+  };
+  for (const auto& [n, kind] : kNames)
+    if (name == n) return kind;
+  throw std::logic_error("ring step '" + name + "' has no GPU kernel (ring_hop.cpp)");
+}
+
 void run_hop_kernel(const plan::KernelStep& step, GemmRunner& g, GemmImpl impl, const Dims& d, const plan::ChunkSteps& ch,
                     const HopChunkIO& io, HopBufs& b, cudaStream_t s) {
   const int K = static_cast<int>(d.K), H = static_cast<int>(d.H), F = static_cast<int>(d.F);
   const std::vector<std::int64_t>& rows = ch.expert_rows;
   const std::int64_t M = ch.rows, e0 = ch.first;
-  const std::string& n = step.name;
-  if (n == "gather_x") {
-    MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
-  } else if (n == "gather_x_d_out") {
-    MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
-    MOEHUB_CUDA_CHECK(k::gather_rows(io.dout, io.src, K, nullptr, M, H, b.dout, s));
-  } else if (n == "gemm1_gate_up") {
-    expert_gate_up(g, impl, d, rows, b.x, io.W, b.gu, e0);
-  } else if (n == "swiglu") {
-    MOEHUB_CUDA_CHECK(k::swiglu_forward(b.gu, M, F, b.a, s));
-  } else if (n == "gemm2_down") {
-    expert_down(g, impl, d, rows, b.a, io.W, b.y, e0);
-  } else if (n == "gemm_d_act") {
-    expert_da(g, impl, d, rows, b.dout, io.W, b.a, e0);  // unscaled dA' = d_out Wd^T
-  } else if (n == "swiglu_backward") {
-    MOEHUB_CUDA_CHECK(k::swiglu_backward(b.gu, b.a, M, F, io.src, io.topk_weights, b.gu, b.a, io.dtw, io.dtw_per_row, s));
-  } else if (n == "gemm_d_x") {
-    expert_dx(g, impl, d, rows, b.gu, io.W, b.y, e0);
-  } else if (n == "scatter_out") {
-    hop_chunk_scatter(b, d, M, io.src, io.topk_weights, io.acc32, io.acc16, s);
-  } else if (n == "scatter_d_x") {
-    hop_chunk_scatter(b, d, M, io.src, nullptr, io.acc32, io.acc16, s);
-  } else if (n == "scatter_d_topk_weights") {
-    MOEHUB_CUDA_CHECK(k::scatter_add_scalars(b.dtw, io.src, M, io.dtw_acc, s));
-  } else if (n == "wait_accum") {
-    if (io.wait_accum) io.wait_accum();
-  } else if (n == "gemm_d_w_gate_up" || n == "gemm_d_w_down") {
-    if (io.dw_override) return io.dw_override(step);
-    const DwPart part = n == "gemm_d_w_gate_up" ? DwPart::kGateUp : DwPart::kDown;
-    if (io.dw16)
-      expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw16, 1.f, e0, part);
-    else
-      expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw32, 1.f, e0, part);
-  } else {
-    throw std::logic_error("ring step '" + n + "' has no GPU kernel");
+  switch (hop_kernel_of(step.name)) {
+    case HopKernel::kGatherX:
+      MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
+      break;
+    case HopKernel::kGatherXDout:
+      MOEHUB_CUDA_CHECK(k::gather_rows(io.x, io.src, K, nullptr, M, H, b.x, s));
+      MOEHUB_CUDA_CHECK(k::gather_rows(io.dout, io.src, K, nullptr, M, H, b.dout, s));
+      break;
+    case HopKernel::kGemmGateUp:
+      expert_gate_up(g, impl, d, rows, b.x, io.W, b.gu, e0);
+      break;
+    case HopKernel::kSwiglu:
+      MOEHUB_CUDA_CHECK(k::swiglu_forward(b.gu, M, F, b.a, s));
+      break;
+    case HopKernel::kGemmDown:
+      expert_down(g, impl, d, rows, b.a, io.W, b.y, e0);
+      break;
+    case HopKernel::kGemmDAct:
+      expert_da(g, impl, d, rows, b.dout, io.W, b.a, e0);  // unscaled dA' = d_out Wd^T
+      break;
+    case HopKernel::kSwigluBackward:
+      MOEHUB_CUDA_CHECK(
+          k::swiglu_backward(b.gu, b.a, M, F, io.src, io.topk_weights, b.gu, b.a, io.dtw, io.dtw_per_row, s));
+      break;
+    case HopKernel::kGemmDX:
+      expert_dx(g, impl, d, rows, b.gu, io.W, b.y, e0);
+      break;
+    case HopKernel::kScatterOut:
+      hop_chunk_scatter(b, d, M, io.src, io.topk_weights, io.acc32, io.acc16, s);
+      break;
+    case HopKernel::kScatterDX:
+      hop_chunk_scatter(b, d, M, io.src, nullptr, io.acc32, io.acc16, s);
+      break;
+    case HopKernel::kScatterDTopkWeights:
+      MOEHUB_CUDA_CHECK(k::scatter_add_scalars(b.dtw, io.src, M, io.dtw_acc, s));
+      break;
+    case HopKernel::kWaitAccum:
+      if (io.wait_accum) io.wait_accum();
+      break;
+    case HopKernel::kGemmDWGateUp:
+    case HopKernel::kGemmDWDown: {
+      if (io.dw_override) return io.dw_override(step);
+      const DwPart part = hop_kernel_of(step.name) == HopKernel::kGemmDWGateUp ? DwPart::kGateUp : DwPart::kDown;
+      if (io.dw16)
+        expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw16, 1.f, e0, part);
+      else
+        expert_dw(g, impl, d, rows, b.x, b.gu, b.a, b.dout, io.dw32, 1.f, e0, part);
+      break;
+    }
   }
 }
 

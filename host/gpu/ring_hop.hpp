@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "expert_ops.hpp"
 #include "moe_plan.hpp"
@@ -48,6 +49,14 @@ struct HopChunkIO {
   /// When set, runs the gemm_d_w_* kernels instead (a split expert's pieces).
   std::function<void(const plan::KernelStep&)> dw_override;
 };
+
+/// The GPU kernel of each ring step name (ring_steps.hpp).
+enum class HopKernel {
+  kGatherX, kGatherXDout, kGemmGateUp, kSwiglu, kGemmDown, kGemmDAct, kSwigluBackward, kGemmDX,
+  kScatterOut, kScatterDX, kScatterDTopkWeights, kWaitAccum, kGemmDWGateUp, kGemmDWDown
+};
+/// Throws std::logic_error for a step name without a GPU kernel.
+HopKernel hop_kernel_of(const std::string& name);
 
 /// Runs one kernel of a hop chunk's steps on stream `s` (the names of ring_steps.hpp);
 /// throws std::logic_error for a name it does not know.

@@ -315,3 +315,37 @@ TEST(GpuModelShapes, BadValuesNameTheFileAndKey) {
 }
 
 }  // namespace
+
+// ---- every ring step has a GPU kernel ------------------------------------------------------
+
+#include "ring_hop.hpp"
+
+namespace {
+
+using namespace moehub::gpu;
+
+TEST(GpuRingSteps, EveryStepOfEveryPassHasAGpuKernel) {
+  namespace plan = moehub::plan;
+  // uneven routing, chunked hops: every kind of chunk appears
+  std::vector<std::int32_t> counts(4 * 8);
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<std::int32_t>((i * 7) % 11);
+  const plan::RingRouting r = plan::uniform_ring_routing(4, 8, 40, counts);
+  std::size_t steps = 0;
+  for (const plan::RingMode mode : {plan::RingMode::kExpert, plan::RingMode::kToken})
+    for (const bool bwd : {false, true})
+      for (const std::int64_t chunk : {0, 3}) {
+        plan::RingOptions o;
+        o.chunk_rows = chunk;
+        for (const auto& hops : plan::ring_pass_steps(r, 64, 32, 2, 2, mode, bwd, o).hops)
+          for (const auto& hs : hops)
+            for (const auto& ch : hs.chunks)
+              for (const auto& k : ch.kernels) {
+                EXPECT_NO_THROW(hop_kernel_of(k.name)) << k.name;
+                ++steps;
+              }
+      }
+  EXPECT_GT(steps, 100u);
+  EXPECT_THROW(hop_kernel_of("gemm3"), std::logic_error);
+}
+
+}  // namespace
