@@ -25,11 +25,24 @@ import sys
 
 import torch
 
-MODELS = {  # hidden, ffn, experts, top_k (public model configs)
-    "mixtral-8x7b": (4096, 14336, 8, 2),
-    "qwen3-30b-a3b": (2048, 768, 128, 8),
-    "qwen1.5-moe-a2.7b": (2048, 1408, 60, 4),
-}
+DEFAULT_MODELS = "mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b"
+MODELS_DIR = os.environ.get(
+    "MOEHUB_MODELS_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "models"))
+
+
+def model_shape(name):
+    """(hidden, ffn, experts, top_k) from configs/models/<name>.yaml, as moehub-gpu bench-gemm reads them."""
+    path = os.path.join(MODELS_DIR, name + ".yaml")
+    kv = {}
+    with open(path) as f:
+        for line in f:
+            key, sep, value = line.split("#", 1)[0].partition(":")
+            if sep:
+                kv[key.strip()] = value.strip()
+    try:
+        return tuple(int(kv[k]) for k in ("hidden_size", "expert_ffn_size", "num_experts", "top_k"))
+    except (KeyError, ValueError) as e:
+        raise SystemExit(f"{path}: hidden_size, expert_ffn_size, num_experts and top_k must be integers ({e})")
 
 
 def expert_rows(total, experts, routing):
@@ -102,7 +115,7 @@ def rel_diff(x, ref):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=16384)
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default=DEFAULT_MODELS, help="names of configs/models/*.yaml")
     p.add_argument("--moehub-lib", default="", help="path of libmoehub_gemm_capi.so (default: build/*/kernels)")
     p.add_argument("--routing", choices=["balanced", "skewed"], default="balanced")
     args = p.parse_args()
@@ -118,7 +131,7 @@ def main():
         moehub = None
     print("moehub grouped GEMM:", moehub[1] if moehub else "library not found (build the gpu preset), not timed")
     for name in args.models.split(","):
-        H, F, E, k = MODELS[name]
+        H, F, E, k = model_shape(name)
         total = args.tokens * k
         rows = expert_rows(total, E, args.routing)
         print(f"{name:18s} rows per expert: {min(rows)}..{max(rows)} ({args.routing})")
