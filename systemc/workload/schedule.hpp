@@ -72,6 +72,29 @@ struct MegatronProfile {
   bool single_rank = false;
 };
 
+/// Parameters of the overlapped software baselines (docs/baselines.md).
+struct BaselineOptions {
+  /// tutel: token chunks the dispatch, experts and combine are pipelined over;
+  /// 0: adaptive (the largest of 1, 2, 4, 8 that leaves every local expert at
+  /// least tutel_min_rows_per_chunk rows per chunk: our stand-in for Tutel's
+  /// run-time search over pipelining degrees, which measures each candidate).
+  int tutel_pipeline_degree = 0;
+  /// Assumption: below about 256 rows a GEMM chunk no longer fills an H100-class
+  /// GPU's SMs with 128 x 128 tiles, so further chunking only adds launches.
+  std::int64_t tutel_min_rows_per_chunk = 256;
+  /// tutel: every expert's buffer holds capacity_factor x (k x tokens / experts)
+  /// rows, padded with zeros (Tutel's static-capacity mode; assumption: 1.0,
+  /// Tutel's default capacity factor).
+  double tutel_capacity_factor = 1.0;
+  /// comet: SMs dedicated to the communication thread blocks. Assumption: Comet
+  /// adapts this per shape; 16 of 132 is in the range its paper reports.
+  int comet_comm_sms = 16;
+  /// comet / ccfuser: bytes per routed row of the tile-to-token layout (or
+  /// remote address table) built on the GPU before the fused kernels
+  /// (assumption: one int64 index and one int64 offset per row).
+  double layout_bytes_per_row = 16;
+};
+
 /// Software parameters of a schedule (they belong to the library being
 /// modelled, not to the hardware).
 struct ScheduleOptions {
@@ -94,6 +117,8 @@ struct ScheduleOptions {
   PollParams poll;
   /// megatron / megatron-train: kernels per phase of the real dispatcher.
   MegatronProfile megatron;
+  /// fastermoe, tutel, comet, ccfuser.
+  BaselineOptions baseline;
 };
 
 /// When the thread-block groups of a GEMM op may start.
@@ -188,6 +213,25 @@ Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
 /// (`token_routing` false) or token routing (true). See ring.cpp.
 Schedule build_ring(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
                     const ScheduleOptions& opt, bool token_routing);
+
+/// FasterMoE: the dispatch split into G pairwise exchanges, each step's expert
+/// GEMMs overlapping the next step's exchange (fastermoe.cpp).
+Schedule build_fastermoe(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                         const ScheduleOptions& opt);
+/// Tutel: capacity-padded static shapes, dispatch/experts/combine pipelined
+/// over an adaptively chosen number of token chunks (tutel.cpp).
+Schedule build_tutel(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                     const ScheduleOptions& opt);
+/// Tutel's pipelining degree for this layer (BaselineOptions).
+int tutel_pipeline_degree(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                          const BaselineOptions& opt);
+/// Comet: tile-level overlap with dedicated communication SMs and flag polling (comet.cpp).
+Schedule build_comet(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                     const ScheduleOptions& opt);
+/// CCFuser: GEMM kernels that pull their rows from and push their results to
+/// peer memory themselves (ccfuser.cpp).
+Schedule build_ccfuser(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                       const ScheduleOptions& opt);
 
 /// Names accepted by build_schedule.
 std::vector<std::string> schedule_names();

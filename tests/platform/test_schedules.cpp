@@ -146,7 +146,8 @@ TEST(Schedules, UnknownNameIsRejected) {
   const Workload s = make("mixtral-8x7b", 64, 8, 0.0);
   EXPECT_THROW(build_schedule("fastest", s.model, s.routing, s.placement, {}), std::invalid_argument);
   EXPECT_EQ(schedule_names(),
-            (std::vector<std::string>{"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token"}));
+            (std::vector<std::string>{"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token",
+                                      "fastermoe", "tutel", "comet", "ccfuser"}));
 }
 
 // Over one pass, a ring computes every token-expert pair exactly once, and its
