@@ -10,6 +10,8 @@ writes into --out:
   baselines_speedup.png      average speedup of the reference over each baseline,
                              beside the MoE-Hub paper's averages
   baselines_tables.md        the same figures as Markdown tables
+  baselines_scaling.png      with --scaling-csv (a sweep over systems of 2..N GPUs
+                             at one token count): layer time against GPUs per model
 
 The reference is MoE-Hub when the sweep has it, otherwise `ideal` (an upper
 bound: the paper puts MoE-Hub at 96.8 % of ideal). Averages are arithmetic
@@ -20,6 +22,7 @@ Usage:
 """
 import argparse
 import csv
+import json
 import os
 import sys
 
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--csv", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--system", default="dgx-h800")
+    ap.add_argument("--scaling-csv", help="sweep over systems of different GPU counts (one token count)")
     a = ap.parse_args()
     t = load(a.csv)
     os.makedirs(a.out, exist_ok=True)
@@ -121,9 +125,49 @@ def main():
               "| --- | ---: | ---: |",
               f"| 128-2,048 tokens | {mean(small):.2f} | {PAPER_MIXTRAL['small']:.2f} |",
               f"| 4,096-32,768 tokens | {mean(large):.2f} | {PAPER_MIXTRAL['large']:.2f} |"]
+    if a.scaling_csv:
+        lines += ["", *scaling(a.scaling_csv, a.out)]
     with open(os.path.join(a.out, "baselines_tables.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def scaling(path, out):
+    """Layer time against GPU count (the system's num_gpus, from each run's results)."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    runs = os.path.join(os.path.dirname(path), "runs")
+    t = {}
+    for r in rows:
+        tag = f"{r['system']}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
+        with open(os.path.join(runs, tag + ".json")) as f:
+            gpus = json.load(f)["num_gpus"]
+        t[(r["model"], r["schedule"], gpus)] = float(r["layer_time_us"])
+    models = sorted({k[0] for k in t})
+    scheds = [s for s in BASELINES + sorted({k[1] for k in t if k[1].startswith("moehub")}) + ["ideal"]
+              if any(k[1] == s for k in t)]
+    gpus = sorted({k[2] for k in t})
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for s in scheds:
+            xs = [g for g in gpus if (m, s, g) in t]
+            ax.plot(xs, [t[(m, s, g)] / 1e3 for g in xs], marker="o", ms=3, label=s)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("MoE layer time (ms)")
+        ax.set_title(m)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "baselines_scaling.png"), dpi=110)
+    lines = ["| model | GPUs | " + " | ".join(f"{s} (us)" for s in scheds) + " |",
+             "| --- | ---: |" + " ---: |" * len(scheds)]
+    for m in models:
+        for g in gpus:
+            lines.append(f"| {m} | {g} | " + " | ".join(f"{t[(m, s, g)]:.0f}" if (m, s, g) in t else ""
+                                                       for s in scheds) + " |")
+    return lines
 
 
 if __name__ == "__main__":
