@@ -115,8 +115,8 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
         all_to_all_from_counts("count_exchange", one, static_cast<std::uint32_t>(counts_bytes), 1));
     if (backward) {
       // gradients travel the reverse ways: combine's backward is a dispatch, dispatch's a combine
-      kDispatchBwd = 4;
-      kCombineBwd = 5;
+      kCombineBwd = 4;
+      kDispatchBwd = 5;
       s.collectives.push_back(token_all_to_all("combine_bwd", r, p, row_bytes, opt.comm_sms, false));
       s.collectives.push_back(token_all_to_all("dispatch_bwd", r, p, row_bytes, opt.comm_sms, true));
     }
@@ -192,9 +192,9 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
     }
     const int before = std::max(1, fixed / 2);  // unpermute, combine and unsort gradients
     append_phase(ops, "backward", "bwd_a", before, Td * k * H * b * 2, small);
-    if (comm) ops.push_back(collective_op("combine_bwd", "backward", kDispatchBwd));
+    if (comm) ops.push_back(collective_op("combine_bwd", "backward", kCombineBwd));
     append_sequential_experts_backward(ops, m, local_rows[g], extra_per_expert);
-    if (comm) ops.push_back(collective_op("dispatch_bwd", "backward", kCombineBwd));
+    if (comm) ops.push_back(collective_op("dispatch_bwd", "backward", kDispatchBwd));
     // sort, permutation and router gradients; the router's weight gradient reads the tokens again
     append_phase(ops, "backward", "bwd_b", std::max(0, fixed - before - 1), received * H * b * 2, small);
     ops.push_back(memory_op("router_wgrad", "backward", Td * H * b * 2 + Td * E * 4));
