@@ -67,6 +67,8 @@ struct Case {
   std::int64_t tokens;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << c.mode << " " << c.tokens; }
+
 std::string case_name(const testing::TestParamInfo<Case>& i) {
   std::string m = i.param.model;
   std::replace_if(m.begin(), m.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
