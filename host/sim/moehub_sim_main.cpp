@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", model, "model config: a name under configs/models or a YAML path")
       ->capture_default_str();
-  app.add_option("--schedule", schedule, "dispatch schedule: megatron, ideal, a2a-uniform, ring-expert or ring-token")->capture_default_str();
+  app.add_option("--schedule", schedule, "dispatch schedule: megatron, megatron-train, ideal, a2a-uniform, ring-expert, ring-token, fastermoe, tutel, comet or ccfuser")->capture_default_str();
   app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
   app.add_option("--seed", wl.seed, "routing seed")->capture_default_str();
   app.add_option("--distribution", wl.distribution, "expert popularity: normal or zipf")

@@ -32,17 +32,23 @@ Schedule build_ideal(const ModelConfig& m, const Routing& r, const ExpertPlaceme
   return s;
 }
 
-std::vector<std::string> schedule_names() { return {"megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token"}; }
+std::vector<std::string> schedule_names() { return {"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token",
+          "fastermoe", "tutel", "comet", "ccfuser"}; }
 
 Schedule build_schedule(const std::string& name, const ModelConfig& model, const Routing& routing,
                         const ExpertPlacement& placement, const ScheduleOptions& opt) {
   if (name == "megatron") return build_megatron(model, routing, placement, opt);
+  if (name == "megatron-train") return build_megatron(model, routing, placement, opt, true);
   if (name == "ideal") return build_ideal(model, routing, placement, opt);
   if (name == "a2a-uniform") return build_a2a_uniform(model, routing, placement, opt);
   if (name == "ring-expert") return build_ring(model, routing, placement, opt, false);
   if (name == "ring-token") return build_ring(model, routing, placement, opt, true);
+  if (name == "fastermoe") return build_fastermoe(model, routing, placement, opt);
+  if (name == "tutel") return build_tutel(model, routing, placement, opt);
+  if (name == "comet") return build_comet(model, routing, placement, opt);
+  if (name == "ccfuser") return build_ccfuser(model, routing, placement, opt);
   throw std::invalid_argument("unknown schedule '" + name +
-                              "' (allowed: megatron, ideal, a2a-uniform, ring-expert, ring-token)");
+                              "' (allowed: megatron, megatron-train, ideal, a2a-uniform, ring-expert, ring-token, fastermoe, tutel, comet, ccfuser)");
 }
 
 }  // namespace moehub

@@ -30,6 +30,71 @@ struct PollParams {
   double poll_bytes = 32;
 };
 
+/// Kernels one phase launches: fixed + per_local_expert x (experts on the GPU),
+/// rounded.
+struct PhaseKernels {
+  double fixed = 0;
+  double per_local_expert = 0;
+  /// The count for `local_experts`, at least `at_least`.
+  int count(int local_experts, int at_least = 0) const;
+};
+
+/// Kernels Megatron-Core's MoE layer (all-to-all token dispatcher, experts as
+/// SequentialMLP) launches per phase. Our measurement on one H200 with PyTorch
+/// eager, fitted by host/scripts/fit_megatron.py
+/// (docs/results/data/megatron_h200_2026-12-01_fit.json, docs/results/megatron-h200.md):
+/// each figure is the phase's host time at host-bound sizes in units of the
+/// fitted per-launch cost (host.kernel_launch_us), so it counts host work in
+/// launches; a line through the two measured models (8 and 60 local experts).
+/// The `megatron` schedule issues exactly these.
+struct MegatronForwardKernels {
+  PhaseKernels router;         ///< router GEMM, softmax, top-k, aux-loss pieces
+  PhaseKernels permute;        ///< routing map to indices, counts, gather
+  PhaseKernels dispatch_calls; ///< host work of the token and prob all-to-all calls
+  PhaseKernels sort;           ///< sort_chunks_by_idxs: split and cat per chunk
+  PhaseKernels experts;        ///< per expert fc1 GEMM, SwiGLU, prob scaling, fc2 GEMM
+  PhaseKernels unsort;         ///< the reverse sort
+  PhaseKernels combine_calls;  ///< host work of the combine all-to-all call
+  PhaseKernels unpermute;      ///< scatter-add of the weighted expert outputs
+  PhaseKernels shared_expert;  ///< fc1, SwiGLU, fc2, gate GEMM, sigmoid, product
+};
+
+struct MegatronProfile {
+  /// `megatron`: the forward without gradients.
+  MegatronForwardKernels forward{{8.82, 0.102}, {9.94, 0.125}, {1.74, 0.012}, {1.89, 0.125}, {-7.01, 6.975},
+                                 {1.49, 0.065}, {1.0, 0.012}, {2.24, 0.028}, {14.63, 0}};
+  /// `megatron-train`: the forward with autograd recording (more host work per op).
+  MegatronForwardKernels train_forward{{27.37, 0.159}, {13.17, 0.18}, {2.04, 0.018}, {2.8, 0.18}, {-17.69, 10.506},
+                                       {2.06, 0.1}, {1.26, 0.019}, {3.28, 0.039}, {38.41, 0}};
+  PhaseKernels backward{86.51, 12.763};  ///< `megatron-train`: the whole backward pass
+  /// Megatron-Core with one expert-parallel rank: its all-to-alls and count
+  /// exchange are bypassed (world size 1); only their host calls remain.
+  bool single_rank = false;
+};
+
+/// Parameters of the overlapped software baselines (docs/baselines.md).
+struct BaselineOptions {
+  /// tutel: token chunks the dispatch, experts and combine are pipelined over;
+  /// 0: adaptive (the largest of 1, 2, 4, 8 that leaves every local expert at
+  /// least tutel_min_rows_per_chunk rows per chunk: our stand-in for Tutel's
+  /// run-time search over pipelining degrees, which measures each candidate).
+  int tutel_pipeline_degree = 0;
+  /// Assumption: below about 256 rows a GEMM chunk no longer fills an H100-class
+  /// GPU's SMs with 128 x 128 tiles, so further chunking only adds launches.
+  std::int64_t tutel_min_rows_per_chunk = 256;
+  /// tutel: every expert's buffer holds capacity_factor x (k x tokens / experts)
+  /// rows, padded with zeros (Tutel's static-capacity mode; assumption: 1.0,
+  /// Tutel's default capacity factor).
+  double tutel_capacity_factor = 1.0;
+  /// comet: SMs dedicated to the communication thread blocks. Assumption: Comet
+  /// adapts this per shape; 16 of 132 is in the range its paper reports.
+  int comet_comm_sms = 16;
+  /// comet / ccfuser: bytes per routed row of the tile-to-token layout (or
+  /// remote address table) built on the GPU before the fused kernels
+  /// (assumption: one int64 index and one int64 offset per row).
+  double layout_bytes_per_row = 16;
+};
+
 /// Software parameters of a schedule (they belong to the library being
 /// modelled, not to the hardware).
 struct ScheduleOptions {
@@ -50,6 +115,10 @@ struct ScheduleOptions {
   int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
   /// Polling loops of kernels whose groups wait for a flag.
   PollParams poll;
+  /// megatron / megatron-train: kernels per phase of the real dispatcher.
+  MegatronProfile megatron;
+  /// fastermoe, tutel, comet, ccfuser.
+  BaselineOptions baseline;
 };
 
 /// When the thread-block groups of a GEMM op may start.
@@ -122,11 +191,13 @@ struct Schedule {
   std::vector<AllToAll> collectives;
 };
 
-/// Megatron-style non-overlapped expert parallelism (routing, permute, count
-/// exchange with host synchronisation, all-to-all dispatch, grouped GEMM with
-/// activation, all-to-all combine, unpermute with the weighted sum).
+/// Megatron-Core's non-overlapped expert parallelism (routing, permute, count
+/// exchange with host synchronisation, all-to-all dispatch, per-expert GEMMs
+/// with activation, all-to-all combine, unpermute with the weighted sum), with
+/// the kernels of opt.megatron; `backward` appends the layer's backward pass.
 Schedule build_megatron(const ModelConfig& model, const Routing& routing,
-                        const ExpertPlacement& placement, const ScheduleOptions& opt);
+                        const ExpertPlacement& placement, const ScheduleOptions& opt,
+                        bool backward = false);
 /// The ideal layer: local routing, local expert compute, local scaling, no
 /// communication and no software overhead beyond kernel launches.
 Schedule build_ideal(const ModelConfig& model, const Routing& routing,
@@ -142,6 +213,25 @@ Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
 /// (`token_routing` false) or token routing (true). See ring.cpp.
 Schedule build_ring(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
                     const ScheduleOptions& opt, bool token_routing);
+
+/// FasterMoE: the dispatch split into G pairwise exchanges, each step's expert
+/// GEMMs overlapping the next step's exchange (fastermoe.cpp).
+Schedule build_fastermoe(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                         const ScheduleOptions& opt);
+/// Tutel: capacity-padded static shapes, dispatch/experts/combine pipelined
+/// over an adaptively chosen number of token chunks (tutel.cpp).
+Schedule build_tutel(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                     const ScheduleOptions& opt);
+/// Tutel's pipelining degree for this layer (BaselineOptions).
+int tutel_pipeline_degree(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                          const BaselineOptions& opt);
+/// Comet: tile-level overlap with dedicated communication SMs and flag polling (comet.cpp).
+Schedule build_comet(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                     const ScheduleOptions& opt);
+/// CCFuser: GEMM kernels that pull their rows from and push their results to
+/// peer memory themselves (ccfuser.cpp).
+Schedule build_ccfuser(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                       const ScheduleOptions& opt);
 
 /// Names accepted by build_schedule.
 std::vector<std::string> schedule_names();

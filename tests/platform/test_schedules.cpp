@@ -38,24 +38,37 @@ std::vector<std::string> names(const std::vector<Op>& ops) {
 
 TEST(Schedules, MegatronPhasesInOrder) {
   const Workload s = make("mixtral-8x7b", 1024, 8, 0.0);
-  const Schedule m = build_megatron(s.model, s.routing, s.placement, {});
+  const ScheduleOptions opt;
+  const Schedule m = build_megatron(s.model, s.routing, s.placement, opt);
   ASSERT_EQ(m.ops.size(), 8u);
-  const std::vector<std::string> expected = {
-      "router_gemm", "router_softmax_topk", "permute_indices", "permute", "count_exchange", "count_sync",
-      "dispatch", "sort_chunks", "expert_gemm1", "swiglu", "expert_gemm2", "unsort_chunks", "combine",
-      "unpermute"};
-  for (const auto& ops : m.ops) EXPECT_EQ(names(ops), expected);
+  const std::vector<std::string> expected = {"routing", "permute",        "count_exchange", "dispatch",
+                                             "expert_compute", "combine", "unpermute"};
+  for (const auto& ops : m.ops) {
+    std::vector<std::string> phases;
+    for (const auto& o : ops) {
+      if (phases.empty() || phases.back() != o.phase) phases.push_back(o.phase);
+    }
+    EXPECT_EQ(phases, expected);
+    // the profile's kernel counts: router, permutation, one expert per GPU
+    const auto count = [&](const std::string& p) {
+      return std::count_if(ops.begin(), ops.end(), [&](const Op& o) { return o.phase == p; });
+    };
+    EXPECT_EQ(count("routing"), opt.megatron.forward.router.count(1, 1));
+    EXPECT_EQ(count("permute"), opt.megatron.forward.permute.count(1, 1));
+    EXPECT_EQ(count("expert_compute"), opt.megatron.forward.experts.count(1, 3));
+  }
   // the count synchronisation is a host operation, not a kernel
-  const auto& sync = m.ops[0][5];
-  EXPECT_EQ(sync.kind, OpKind::kHostSync);
-  EXPECT_FALSE(sync.launch);
+  const auto it = std::find_if(m.ops[0].begin(), m.ops[0].end(), [](const Op& o) { return o.name == "count_sync"; });
+  ASSERT_NE(it, m.ops[0].end());
+  EXPECT_EQ(it->kind, OpKind::kHostSync);
+  EXPECT_FALSE(it->launch);
 }
 
 TEST(Schedules, MegatronMovesEveryTokenRowOnceEachWay) {
   const Workload s = make("qwen1.5-moe-a2.7b", 2000, 8, 0.02);  // 60 experts on 8 GPUs: uneven placement
   const Schedule m = build_megatron(s.model, s.routing, s.placement, {});
   const AllToAll& d = m.collectives[0];
-  const AllToAll& c = m.collectives[1];
+  const AllToAll& c = m.collectives[2];
   EXPECT_EQ(d.name, "dispatch");
   EXPECT_EQ(c.name, "combine");
   const std::int64_t pairs = 2000 * s.model.top_k;
@@ -99,13 +112,15 @@ TEST(Schedules, ExpertGemmsFollowTheRouting) {
   const Schedule m = build_megatron(s.model, s.routing, s.placement, {});
   const auto load = s.routing.expert_load();
   for (std::size_t g = 0; g < 8; ++g) {
-    const Op& g1 = m.ops[g][8];
-    ASSERT_EQ(g1.name, "expert_gemm1");
+    const auto at = [&](const std::string& n) {
+      return *std::find_if(m.ops[g].begin(), m.ops[g].end(), [&](const Op& o) { return o.name == n; });
+    };
+    const Op& g1 = at("expert0_fc1");
     ASSERT_EQ(g1.gemms.size(), 1u);  // one expert per GPU
     EXPECT_EQ(g1.gemms[0].m, load[g]);
     EXPECT_EQ(g1.gemms[0].n, 2 * s.model.expert_ffn_size);
     EXPECT_EQ(g1.gemms[0].k, s.model.hidden_size);
-    const Op& g2 = m.ops[g][10];
+    const Op& g2 = at("expert0_fc2");
     EXPECT_EQ(g2.gemms[0].m, load[g]);
     EXPECT_EQ(g2.gemms[0].n, s.model.hidden_size);
     EXPECT_EQ(g2.gemms[0].k, s.model.expert_ffn_size);
@@ -131,7 +146,8 @@ TEST(Schedules, UnknownNameIsRejected) {
   const Workload s = make("mixtral-8x7b", 64, 8, 0.0);
   EXPECT_THROW(build_schedule("fastest", s.model, s.routing, s.placement, {}), std::invalid_argument);
   EXPECT_EQ(schedule_names(),
-            (std::vector<std::string>{"megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token"}));
+            (std::vector<std::string>{"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token",
+                                      "fastermoe", "tutel", "comet", "ccfuser"}));
 }
 
 // Over one pass, a ring computes every token-expert pair exactly once, and its

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Fit the megatron schedule's host costs and kernel counts to Megatron-Core measurements.
+
+Reads the CSVs written by host/scripts/megatron_moe_measure.py (one or more runs of
+one machine, given by their common prefix) and fits, on the sizes named by --fit
+(the others are held out for tests/workload/test_megatron_calibration.cpp):
+
+  host.kernel_launch_us    host time per launched operation: at host-bound forward
+                           sizes (GPU busy under half the layer) the layer time
+                           divided by the kernels and copies the profiler counted,
+                           median (backward operations cost more host time each;
+                           their counts below are in units of this cost).
+  host.stream_sync_us      the dispatcher's device-to-host count synchronisation
+                           (its timed phase), median over host-bound sizes.
+  host.collective_setup_us host time of one NCCL all_to_all_single call, median,
+                           less kernel_launch_us (a collective op pays both).
+  gpu.gemm.max_efficiency  the expert GEMMs (SequentialMLP: one cuBLAS GEMM per
+                           expert and projection) at GPU-bound sizes, through the
+                           simulator's efficiency model with the other GEMM
+                           parameters of configs/systems/hgx-h200.yaml.
+  MegatronProfile          per phase, its host time at host-bound forward sizes
+                           (scaled so that the phases add up to the uninstrumented
+                           layer) divided by kernel_launch_us, as a line in the
+                           local experts through the models (fixed, per expert);
+                           the same for the forward of a training step (autograd
+                           recording: train_forward) and for the backward, from
+                           the forward+backward runs.
+
+Reference figure of a size: the smallest of the runs' medians (the machine's host
+is a shared virtual CPU whose slow spells only ever add time).
+
+Usage:
+  python3 host/scripts/fit_megatron.py docs/results/data/megatron_h200_2026-12-01_run1 \
+      docs/results/data/megatron_h200_2026-12-01_run2 [--fit 128,512,2048,8192,32768] [--json OUT]
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PEAK_TFLOPS = 989.4   # configs/systems/hgx-h200.yaml gpu.dense_bf16_tflops
+N_HALF, K_HALF = 96, 384  # configs/systems/hgx-h200.yaml gpu.gemm (our grouped-GEMM fit)
+HBM_GBPS, MEM_EFF = 4800, 0.88  # configs/systems/hgx-h200.yaml
+MODELS = {  # configs/models: hidden, expert FFN, experts, top-k, shared FFN
+    "mixtral-8x7b": (4096, 14336, 8, 2, 0),
+    "qwen1.5-moe-a2.7b": (2048, 1408, 60, 4, 5632),
+}
+
+
+def read(prefix, name):
+    path = f"{prefix}_{name}.csv"
+    if not os.path.exists(path):
+        sys.stderr.write(f"error: {path} not found (expected the output of megatron_moe_measure.py)\n")
+        sys.exit(2)
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def reference(prefixes):
+    """Per (model, impl, mode, tokens): smallest median over the runs, and the run it came from."""
+    best = {}
+    for i, p in enumerate(prefixes):
+        for r in read(p, "layer"):
+            key = (r["model"], r["impl"], r["mode"], int(r["tokens"]))
+            v = float(r["layer_us_median"])
+            if key not in best or v < best[key][0]:
+                best[key] = (v, i)
+    return best
+
+
+def by_run(prefixes, name):
+    out = []
+    for p in prefixes:
+        d = {}
+        for r in read(p, name):
+            d.setdefault((r["model"], r.get("mode", ""), int(r["tokens"])), []).append(r)
+        out.append(d)
+    return out
+
+
+def gemm_time_us(m, n, k, max_eff):
+    eff = max_eff * n / (n + N_HALF) * k / (k + K_HALF)
+    return 2.0 * m * n * k / (PEAK_TFLOPS * 1e12 * eff) * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("prefixes", nargs="+", help="CSV prefix of each run (…_runN)")
+    ap.add_argument("--fit", default="128,512,2048,8192,32768")
+    ap.add_argument("--json", help="write the fitted figures here")
+    a = ap.parse_args()
+    fit = {int(t) for t in a.fit.split(",")}
+    ref = reference(a.prefixes)
+    kern = by_run(a.prefixes, "kernels")
+    phases = by_run(a.prefixes, "phases")
+    nccl = by_run(a.prefixes, "nccl")
+
+    # host-bound fit points: (model, mode, T) with GPU busy under half the layer
+    per_launch, hostbound = [], []
+    for (model, impl, mode, T), (lay, run) in sorted(ref.items()):
+        if impl != "megatron" or T not in fit:
+            continue
+        k = next(r for r in kern[run][(model, mode, T)] if r["impl"] == "megatron")
+        ops = int(k["kernels"]) + int(k["memcpy"])
+        if float(k["gpu_busy_us"]) < 0.5 * lay:
+            if mode == "fwd":
+                per_launch.append(lay / ops)
+            hostbound.append((model, mode, T, run, lay))
+    L = statistics.median(per_launch)
+
+    sync = statistics.median(float(r["host_us"]) for (model, mode, T, run, lay) in hostbound
+                             for r in phases[run][(model, mode, T)] if r["phase"] == "count_sync")
+    coll = statistics.median(float(r["host_us"]) for d in nccl for rows in d.values() for r in rows
+                             if r["call"] == "all_to_all_tokens")
+
+    # launch equivalents per phase at host-bound points, per mode
+    eq = {}
+    for model, mode, T, run, lay in hostbound:
+        rows = phases[run][(model, mode, T)]
+        total = sum(float(r["host_us"]) for r in rows)
+        for r in rows:
+            if r["phase"] == "count_sync":
+                continue
+            n = float(r["host_us"]) * lay / total / L
+            eq.setdefault((model, mode, r["phase"]), []).append(n)
+    med = {k: statistics.median(v) for k, v in eq.items()}
+
+    def line(phase, mode="fwd"):
+        """n = c + d * E through the models' medians (E: local experts at EP = 1)."""
+        pts = sorted((MODELS[m][2], v) for (m, mo, p), v in med.items() if p == phase and mo == mode)
+        if not pts:
+            return [0.0, 0.0]
+        if len(pts) == 1:
+            return [round(pts[0][1], 2), 0.0]
+        mx = statistics.mean(e for e, _ in pts)
+        my = statistics.mean(v for _, v in pts)
+        sxx = sum((e - mx) ** 2 for e, _ in pts)
+        d = sum((e - mx) * (v - my) for e, v in pts) / sxx
+        return [round(my - d * mx, 2), round(d, 3)]
+
+    # forward phases run with autograd recording in a training step: their host
+    # time relative to the same phases without gradients
+    fwd_phases = ["router", "permutation", "dispatch", "sort_chunks", "experts", "unsort_chunks",
+                  "combine", "unpermutation", "shared_expert"]
+    scale = []
+    for model in MODELS:
+        a_ = sum(med.get((model, "fwdbwd", p), 0) for p in fwd_phases)
+        b_ = sum(med.get((model, "fwd", p), 0) for p in fwd_phases)
+        if a_ and b_:
+            scale.append(a_ / b_)
+
+    # GEMM efficiency of the per-expert cuBLAS GEMMs at GPU-bound forward sizes (Mixtral)
+    ratios = []
+    for (model, impl, mode, T), (lay, run) in sorted(ref.items()):
+        if impl != "megatron" or mode != "fwd" or T not in fit or model != "mixtral-8x7b":
+            continue
+        H, F, E, k, _ = MODELS[model]
+        rows = [r for r in phases[run][(model, mode, T)] if r["phase"] == "experts"]
+        meas = float(rows[0]["device_us"])
+        kr = next(r for r in kern[run][(model, mode, T)] if r["impl"] == "megatron")
+        if float(kr["gpu_busy_us"]) < 0.8 * lay:
+            continue
+        m = T * k / E
+        t1 = E * (gemm_time_us(m, 2 * F, H, 1.0) + gemm_time_us(m, H, F, 1.0))
+        mem = E * m * 3 * F * 2 / (HBM_GBPS * 1e3 * MEM_EFF)
+        ratios.append(t1 / (meas - mem))
+    max_eff = round(statistics.median(ratios), 3) if ratios else None
+
+    out = {
+        "fit_sizes": sorted(fit),
+        "host_bound_points": [f"{m} {mo} {t}" for m, mo, t, _, _ in hostbound],
+        "kernel_launch_us": round(L, 1),
+        "stream_sync_us": round(sync, 1),
+        "collective_setup_us": round(max(0.0, coll - L), 1),
+        "nccl_all_to_all_host_us": round(coll, 1),
+        "gemm_max_efficiency": max_eff,
+        "profile": {
+            mode_name: {
+                "router": line("router", mode), "permute": line("permutation", mode),
+                "dispatch_calls": line("dispatch", mode), "sort": line("sort_chunks", mode),
+                "experts": line("experts", mode), "unsort": line("unsort_chunks", mode),
+                "combine_calls": line("combine", mode), "unpermute": line("unpermutation", mode),
+                "shared_expert": line("shared_expert", mode),
+            } for mode_name, mode in (("forward", "fwd"), ("train_forward", "fwdbwd"))
+        },
+        "backward": line("backward", "fwdbwd"),
+        "autograd_forward_scale": round(statistics.median(scale), 2),
+        "phase_launch_equivalents": {f"{m} {mo} {p}": round(v, 1) for (m, mo, p), v in sorted(med.items())},
+    }
+    print(json.dumps(out, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

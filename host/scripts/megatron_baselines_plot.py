@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Plots and tables of the software-baseline sweep (host/scripts/sweep.py output).
+
+Reads a sweep.csv with the schedules megatron, fastermoe, tutel, comet, ccfuser,
+ideal and, when present, moehub (any schedule whose name starts with "moehub"
+is taken as the MoE-Hub reference; the first in sorted order if several), and
+writes into --out:
+
+  baselines_layer_time.png   per-layer time against total tokens, one panel per model
+  baselines_speedup.png      average speedup of the reference over each baseline,
+                             beside the MoE-Hub paper's averages
+  baselines_tables.md        the same figures as Markdown tables
+  baselines_scaling.png      with --scaling-csv (a sweep over systems of 2..N GPUs
+                             at one token count): layer time against GPUs per model
+
+The reference is MoE-Hub when the sweep has it, otherwise `ideal` (an upper
+bound: the paper puts MoE-Hub at 96.8 % of ideal). Averages are arithmetic
+means over every (model, tokens) point, as the paper's are over its runs.
+
+Usage:
+  /usr/bin/python3 host/scripts/megatron_baselines_plot.py --csv out/sweep/sweep.csv --out docs/results/img
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+BASELINES = ["megatron", "fastermoe", "tutel", "comet", "ccfuser"]
+# MoE-Hub paper (arXiv 2605.05888), section VI-A: speedups of MoE-Hub on the MoE
+# layer over Megatron-TE, FasterMoE, Tutel, Comet and CCFuser
+PAPER = {"megatron": 2.195, "fastermoe": 3.082, "tutel": 2.014, "comet": 1.400, "ccfuser": 1.542}
+# the same paper, Mixtral-8x7B over Megatron-TE: 128-2048 and 4096-32768 tokens
+PAPER_MIXTRAL = {"small": 4.70, "large": 2.14}
+
+
+def load(path):
+    if not os.path.exists(path):
+        sys.stderr.write(f"error: {path} not found\n")
+        sys.exit(2)
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    t = {}
+    for r in rows:
+        t[(r["system"], r["model"], r["schedule"], int(r["tokens"]))] = float(r["layer_time_us"])
+    return t
+
+
+def mean(v):
+    return sum(v) / len(v) if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--system", default="dgx-h800")
+    ap.add_argument("--scaling-csv", help="sweep over systems of different GPU counts (one token count)")
+    a = ap.parse_args()
+    t = load(a.csv)
+    os.makedirs(a.out, exist_ok=True)
+    models = sorted({k[1] for k in t if k[0] == a.system})
+    scheds = sorted({k[2] for k in t if k[0] == a.system})
+    hub = sorted(s for s in scheds if s.startswith("moehub"))
+    ref = hub[0] if hub else "ideal"
+    tokens = sorted({k[3] for k in t if k[0] == a.system})
+
+    # layer time against tokens
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    order = [s for s in BASELINES if s in scheds] + sorted(s for s in scheds if s.startswith("moehub")) + \
+        (["ideal"] if "ideal" in scheds else [])
+    for ax, m in zip(axes[0], models):
+        for s in order:
+            xs = [n for n in tokens if (a.system, m, s, n) in t]
+            ax.plot(xs, [t[(a.system, m, s, n)] / 1e3 for n in xs], marker="o", ms=3, label=s)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("total tokens")
+        ax.set_ylabel("MoE layer time (ms)")
+        ax.set_title(f"{m}, {a.system}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "baselines_layer_time.png"), dpi=110)
+
+    # speedups of the reference over each baseline
+    sp = {}
+    for b in BASELINES:
+        v = [t[(a.system, m, b, n)] / t[(a.system, m, ref, n)] for m in models for n in tokens
+             if (a.system, m, b, n) in t and (a.system, m, ref, n) in t]
+        sp[b] = mean(v)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = range(len(BASELINES))
+    ax.bar([x - 0.2 for x in xs], [sp[b] for b in BASELINES], width=0.4, label=f"{ref} over baseline (this model)")
+    ax.bar([x + 0.2 for x in xs], [PAPER[b] for b in BASELINES], width=0.4, label="MoE-Hub over baseline (paper)")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(BASELINES)
+    ax.set_ylabel("average speedup on the MoE layer")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "baselines_speedup.png"), dpi=110)
+
+    lines = [f"Reference: `{ref}`; system `{a.system}`.", "",
+             "| model | tokens | " + " | ".join(f"{s} (us)" for s in order) + " |",
+             "| --- | ---: |" + " ---: |" * len(order)]
+    for m in models:
+        for n in tokens:
+            cells = [f"{t[(a.system, m, s, n)]:.0f}" if (a.system, m, s, n) in t else "" for s in order]
+            lines.append(f"| {m} | {n} | " + " | ".join(cells) + " |")
+    lines += ["", f"| baseline | {ref} / baseline, mean | MoE-Hub / baseline, paper |", "| --- | ---: | ---: |"]
+    for b in BASELINES:
+        lines.append(f"| {b} | {sp[b]:.3f} | {PAPER[b]:.3f} |")
+    mix = "mixtral-8x7b"
+    small = [t[(a.system, mix, "megatron", n)] / t[(a.system, mix, ref, n)] for n in tokens
+             if n <= 2048 and (a.system, mix, "megatron", n) in t and (a.system, mix, ref, n) in t]
+    large = [t[(a.system, mix, "megatron", n)] / t[(a.system, mix, ref, n)] for n in tokens
+             if n >= 4096 and (a.system, mix, "megatron", n) in t and (a.system, mix, ref, n) in t]
+    lines += ["", f"| Mixtral-8x7B, megatron / {ref} | this model | paper (MoE-Hub over Megatron-TE) |",
+              "| --- | ---: | ---: |",
+              f"| 128-2,048 tokens | {mean(small):.2f} | {PAPER_MIXTRAL['small']:.2f} |",
+              f"| 4,096-32,768 tokens | {mean(large):.2f} | {PAPER_MIXTRAL['large']:.2f} |"]
+    if a.scaling_csv:
+        lines += ["", *scaling(a.scaling_csv, a.out)]
+    with open(os.path.join(a.out, "baselines_tables.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def scaling(path, out):
+    """Layer time against GPU count (the system's num_gpus, from each run's results)."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    runs = os.path.join(os.path.dirname(path), "runs")
+    t = {}
+    for r in rows:
+        tag = f"{r['system']}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
+        with open(os.path.join(runs, tag + ".json")) as f:
+            gpus = json.load(f)["num_gpus"]
+        t[(r["model"], r["schedule"], gpus)] = float(r["layer_time_us"])
+    models = sorted({k[0] for k in t})
+    scheds = [s for s in BASELINES + sorted({k[1] for k in t if k[1].startswith("moehub")}) + ["ideal"]
+              if any(k[1] == s for k in t)]
+    gpus = sorted({k[2] for k in t})
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for s in scheds:
+            xs = [g for g in gpus if (m, s, g) in t]
+            ax.plot(xs, [t[(m, s, g)] / 1e3 for g in xs], marker="o", ms=3, label=s)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("MoE layer time (ms)")
+        ax.set_title(m)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "baselines_scaling.png"), dpi=110)
+    lines = ["| model | GPUs | " + " | ".join(f"{s} (us)" for s in scheds) + " |",
+             "| --- | ---: |" + " ---: |" * len(scheds)]
+    for m in models:
+        for g in gpus:
+            lines.append(f"| {m} | {g} | " + " | ".join(f"{t[(m, s, g)]:.0f}" if (m, s, g) in t else ""
+                                                       for s in scheds) + " |")
+    return lines
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+// Pieces the overlapped software baselines (fastermoe, tutel, comet, ccfuser)
+// share: all-to-alls restricted to one step of a pairwise exchange or to one
+// chunk of every GPU's tokens, the rows each GPU's experts receive from them,
+// and the host-side address resolution (count exchange plus synchronisation)
+// that every baseline built on dynamic shapes pays before its dispatch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workload/schedule_common.hpp"
+
+namespace moehub::baseline_detail {
+
+/// Which token rows of a dispatch an all-to-all carries.
+struct RowFilter {
+  /// Pairwise step: only rows from GPU s to GPU (s + shift) % G (-1: every pair).
+  int shift = -1;
+  /// Token chunk: only tokens t with chunk * T / chunks <= t < (chunk + 1) * T / chunks
+  /// of each GPU (chunks 1: all tokens).
+  int chunk = 0;
+  int chunks = 1;
+};
+
+/// The dispatch all-to-all of the rows `f` selects (sorted by expert within each
+/// pair) or, with `reverse`, the combine that brings them back.
+AllToAll filtered_all_to_all(const std::string& name, const Routing& r, const ExpertPlacement& p,
+                             std::uint32_t row_bytes, int sms, bool reverse, const RowFilter& f);
+
+/// Rows that GPU g's local experts receive among the rows `f` selects, per local expert.
+std::vector<std::int64_t> local_rows(const Routing& r, const ExpertPlacement& p, int g, const RowFilter& f);
+
+/// Appends the count exchange (an all-to-all of one row of int64 counts per
+/// expert between every pair) to `s` and returns its index.
+int add_count_exchange(Schedule& s, const ModelConfig& m, int gpus);
+
+/// The count exchange op and the host's synchronisation on its result (phase
+/// "address_resolution"): the host needs the counts to size the dispatch.
+void append_address_resolution(std::vector<Op>& ops, int count_collective);
+
+/// Grouped expert GEMMs (one group per local expert) for `rows`, named with `tag`.
+Op expert_gemm1(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag);
+Op expert_gemm2(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag);
+/// The activation between them: reads 2F, writes F per row.
+Op expert_activation(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag);
+
+/// The weighted sum of each token's k expert outputs (scaling).
+Op unpermute_op(const ModelConfig& m, std::int64_t tokens);
+
+/// How a tile-level fused schedule (comet, ccfuser) runs its kernels.
+struct FusedStyle {
+  std::string name;
+  /// SMs reserved for communication thread blocks (0: the GEMM tiles move
+  /// their own rows and use every SM).
+  int comm_sms = 0;
+  /// How a GEMM1 group learns that its rows arrived.
+  ReleaseKind release = ReleaseKind::kPoll;
+  /// The GPU-side table built before the fused kernels: op name and phase.
+  std::string layout_name;
+  std::string layout_phase;
+};
+
+/// The fused-overlap schedule: routing, permute, the host's address
+/// resolution, the layout table, then layer 0 (dispatch in G pairwise chunks,
+/// local first, with GEMM1's tile groups released per chunk) and layer 1
+/// (GEMM2 in G chunks, each chunk's combine starting when it finishes), each
+/// layer one kernel launch; the weighted sum last.
+Schedule build_fused(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions& opt,
+                     const FusedStyle& style);
+
+}  // namespace moehub::baseline_detail
