@@ -116,4 +116,28 @@ module moehub_apt #(
   end
 `endif
 
+`ifdef MOEHUB_COVER
+  // Functional coverage (Verilator --coverage-user; Yosys does not read these).
+  logic alloc_full, alloc_unknown, alloc_last;
+  always_comb begin
+    alloc_full    = 1'b0;
+    alloc_unknown = 1'b0;
+    alloc_last    = 1'b0;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      if (RegionIdxWidth'(r) == alloc_region_i) begin
+        alloc_full    = region_full_o[r];
+        alloc_unknown = !valid_q[r];
+        alloc_last    = ptr_q[r*PtrWidth +: PtrWidth] + PtrWidth'(1) == cap_q[r*PtrWidth +: PtrWidth];
+      end
+    end
+  end
+  cov_alloc:            cover property (@(posedge clk_i) alloc_i && alloc_ok_o);
+  cov_alloc_last_row:   cover property (@(posedge clk_i) alloc_i && alloc_ok_o && alloc_last);
+  cov_region_full:      cover property (@(posedge clk_i) alloc_i && !cfg_valid_i && alloc_full);
+  cov_alloc_unknown:    cover property (@(posedge clk_i) alloc_i && alloc_unknown);
+  cov_alloc_during_cfg: cover property (@(posedge clk_i) alloc_i && cfg_valid_i);
+  cov_register:         cover property (@(posedge clk_i) cfg_valid_i && !cfg_flush_i);
+  cov_flush:            cover property (@(posedge clk_i) cfg_valid_i && cfg_flush_i);
+`endif
+
 endmodule
