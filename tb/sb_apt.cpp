@@ -100,11 +100,12 @@ class AptBoard {
 
 /// Constrained-random operations: allocations on most cycles, now and then a
 /// register (of the lowest free region, or a reinit of an active one) or a flush.
-Outcome random_run(std::uint32_t seed, std::uint64_t cycles, const std::string& fst, std::uint64_t stop) {
+/// Runs until `transactions` operations (allocations and configurations) were compared.
+Outcome random_run(std::uint32_t seed, std::uint64_t transactions, const std::string& fst, std::uint64_t stop) {
   AptBoard b(fst);
   Outcome o;
   std::mt19937_64 rng(seed);
-  for (std::uint64_t i = 0; i < cycles && i <= stop; ++i) {
+  while (o.transactions < transactions && o.cycles <= stop) {
     Op op;
     const unsigned dice = static_cast<unsigned>(rng() % 64);
     op.alloc = dice < 48 || (dice >= 60 && (rng() & 1) != 0);
@@ -147,7 +148,7 @@ TEST(SbApt, DirectedCorners) {
   EXPECT_EQ(b.golden().full_events(), 2u);  // region 0 and region 1 found full once each
 }
 
-TEST(SbApt, RandomMillionCycles) {
+TEST(SbApt, RandomMillionOperations) {
   const std::string msg = moehub::tb::check("sb_apt_random", [](const std::string& fst, std::uint64_t stop) {
     return random_run(11, 1000000, fst, stop);
   });

@@ -50,8 +50,9 @@ inline void tally_coverage(VerilatedContext& ctx) {
     if (line.rfind("C '", 0) != 0) continue;
     const std::size_t close = line.rfind('\'');
     const std::string rec = line.substr(2, close - 1);
-    std::string page = coverage_field(rec, "page");  // v_user/<module>
+    std::string page = coverage_field(rec, "page");  // v_user/<module>[__<parameters>]
     page = page.substr(page.find('/') + 1);
+    page = page.substr(0, page.find("__"));
     const std::string name = page + "." + coverage_field(rec, "o");
     coverage_tally()[name] += std::stoull(line.substr(close + 1));
   }
