@@ -391,6 +391,28 @@ module moehub_aau #(
   end
 `endif
 
+`ifdef MOEHUB_COVER
+  // Functional coverage (Verilator --coverage-user; Yosys does not read these).
+  logic rsp_fire, held_region_ok;
+  assign rsp_fire       = rsp_valid_o && rsp_ready_i;
+  assign held_region_ok = region_valid[hold_malloc_q];
+  cov_hit:               cover property (@(posedge clk_i) rsp_fire && rsp_ok_o && rsp_hit_o);
+  cov_new_row:           cover property (@(posedge clk_i) rsp_fire && rsp_ok_o && !rsp_hit_o && !rsp_restored_o);
+  cov_restored:          cover property (@(posedge clk_i) rsp_fire && rsp_ok_o && rsp_restored_o);
+  cov_region_full:       cover property (@(posedge clk_i) rsp_fire && !rsp_ok_o && held_region_ok);
+  cov_unregistered:      cover property (@(posedge clk_i) rsp_fire && !rsp_ok_o && !held_region_ok);
+  cov_spill:             cover property (@(posedge clk_i) spill_valid_o && spill_ready_i);
+  cov_spill_stall:       cover property (@(posedge clk_i) spill_valid_o && !spill_ready_i);
+  cov_restore_found:     cover property (@(posedge clk_i) restore_rsp_valid_i && restore_rsp_ready_o &&
+                                                           restore_rsp_found_i);
+  cov_restore_not_found: cover property (@(posedge clk_i) restore_rsp_valid_i && restore_rsp_ready_o &&
+                                                           !restore_rsp_found_i);
+  cov_rsp_stall:         cover property (@(posedge clk_i) rsp_valid_o && !rsp_ready_i);
+  cov_back_to_back:      cover property (@(posedge clk_i) rsp_fire && req_valid_i && req_ready_o);
+  cov_cfg_waits:         cover property (@(posedge clk_i) cfg_valid_i && rsp_valid_q);
+  cov_flush:             cover property (@(posedge clk_i) state_q == StFlush && rat_flush_ready);
+`endif
+
   // region_full is informative only (apt_ok already folds it in)
   logic unused_full;
   assign unused_full = ^region_full;

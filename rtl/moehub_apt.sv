@@ -116,4 +116,73 @@ module moehub_apt #(
   end
 `endif
 
+`ifdef MOEHUB_FORMAL
+  // Properties on the table's state, proven by formal/fv_apt.sv (the
+  // formal script defines MOEHUB_FORMAL). f_region / f_row: one watched
+  // (region, LocalRowID) pair, any constant.
+  (* anyconst *) logic [RegionIdxWidth-1:0] f_region;
+  (* anyconst *) logic [RowIdWidth-1:0]     f_row;
+  logic                        f_seen_q;   // f_row of f_region handed out since its last configuration
+  logic                        f_past_q;   // a previous cycle exists
+  logic [Regions*PtrWidth-1:0] f_ptr_q;    // the pointers one cycle ago
+  logic [Regions-1:0]          f_cfg_q;    // the region was configured one cycle ago
+  logic                        f_hand_out, f_cfg_watched;
+  assign f_hand_out    = alloc_i && alloc_ok_o && alloc_region_i == f_region && alloc_row_o == f_row;
+  assign f_cfg_watched = cfg_valid_i && cfg_region_i == f_region;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_seen_q <= 1'b0;
+      f_past_q <= 1'b0;
+      f_ptr_q  <= '0;
+      f_cfg_q  <= '0;
+    end else begin
+      f_seen_q <= f_cfg_watched ? 1'b0 : (f_seen_q || f_hand_out);
+      f_past_q <= 1'b1;
+      f_ptr_q  <= ptr_q;
+      for (int unsigned r = 0; r < Regions; r++) begin
+        f_cfg_q[r] <= cfg_valid_i && RegionIdxWidth'(r) == cfg_region_i;
+      end
+    end
+  end
+  always_comb begin
+    // a LocalRowID is never handed out twice within a region
+    if (f_seen_q) assert (!f_hand_out);
+    for (int unsigned r = 0; r < Regions; r++) begin
+      // pointers only grow (between configurations) and never pass the capacity
+      if (f_past_q && !f_cfg_q[r]) assert (ptr_q[r*PtrWidth +: PtrWidth] >= f_ptr_q[r*PtrWidth +: PtrWidth]);
+      if (valid_q[r]) assert (ptr_q[r*PtrWidth +: PtrWidth] <= cap_q[r*PtrWidth +: PtrWidth]);
+      // (inductive strengthening) capacities stay in range (an assumption on cfg_rows_i)
+      assert (cap_q[r*PtrWidth +: PtrWidth] <= PtrWidth'(1 << RowIdWidth));
+      // (inductive strengthening) a handed-out row lies below its region's pointer
+      if (f_seen_q && RegionIdxWidth'(r) == f_region) begin
+        assert (valid_q[r] && ptr_q[r*PtrWidth +: PtrWidth] > PtrWidth'(f_row));
+      end
+    end
+  end
+`endif
+
+`ifdef MOEHUB_COVER
+  // Functional coverage (Verilator --coverage-user; Yosys does not read these).
+  logic alloc_full, alloc_unknown, alloc_last;
+  always_comb begin
+    alloc_full    = 1'b0;
+    alloc_unknown = 1'b0;
+    alloc_last    = 1'b0;
+    for (int unsigned r = 0; r < Regions; r++) begin
+      if (RegionIdxWidth'(r) == alloc_region_i) begin
+        alloc_full    = region_full_o[r];
+        alloc_unknown = !valid_q[r];
+        alloc_last    = ptr_q[r*PtrWidth +: PtrWidth] + PtrWidth'(1) == cap_q[r*PtrWidth +: PtrWidth];
+      end
+    end
+  end
+  cov_alloc:            cover property (@(posedge clk_i) alloc_i && alloc_ok_o);
+  cov_alloc_last_row:   cover property (@(posedge clk_i) alloc_i && alloc_ok_o && alloc_last);
+  cov_region_full:      cover property (@(posedge clk_i) alloc_i && !cfg_valid_i && alloc_full);
+  cov_alloc_unknown:    cover property (@(posedge clk_i) alloc_i && alloc_unknown);
+  cov_alloc_during_cfg: cover property (@(posedge clk_i) alloc_i && cfg_valid_i);
+  cov_register:         cover property (@(posedge clk_i) cfg_valid_i && !cfg_flush_i);
+  cov_flush:            cover property (@(posedge clk_i) cfg_valid_i && cfg_flush_i);
+`endif
+
 endmodule

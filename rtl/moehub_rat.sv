@@ -254,4 +254,26 @@ module moehub_rat #(
   end
 `endif
 
+`ifdef MOEHUB_COVER
+  // Functional coverage (Verilator --coverage-user; Yosys does not read these).
+  logic                prev_fire_q;
+  logic [BankIdxW-1:0] prev_bank_q;
+  always_ff @(posedge clk_i) begin
+    prev_fire_q <= fire;
+    prev_bank_q <= req_bank;
+  end
+  logic victim_dirty;
+  assign victim_dirty = dirty_q[line*Ways + 32'(victim)];
+  cov_hit:             cover property (@(posedge clk_i) fire && hit_o);
+  cov_miss_free_way:   cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && !victim_valid);
+  cov_evict_dirty:     cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && victim_valid && victim_dirty);
+  cov_evict_clean:     cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && victim_valid && !victim_dirty);
+  cov_spill_stall:     cover property (@(posedge clk_i) evict && !spill_ready_i);
+  cov_restore_fill:    cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && !req_fill_dirty_i);
+  cov_miss_no_fill:    cover property (@(posedge clk_i) fire && !req_fill_i && !hit_o);
+  cov_same_bank:       cover property (@(posedge clk_i) fire && prev_fire_q && req_bank == prev_bank_q);
+  cov_flush_done:      cover property (@(posedge clk_i) flush_ready_o);
+  cov_req_in_flush:    cover property (@(posedge clk_i) req_valid_i && flushing_q);
+`endif
+
 endmodule

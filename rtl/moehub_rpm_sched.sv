@@ -230,4 +230,31 @@ module moehub_rpm_sched #(
   end
 `endif
 
+`ifdef MOEHUB_COVER
+  // Functional coverage (Verilator --coverage-user; Yosys does not read these).
+  logic take, g_full, g_exp, g_pfull;
+  always_comb begin
+    take    = gnt_valid_o && gnt_ready_i;
+    g_full  = 1'b0;
+    g_exp   = 1'b0;
+    g_pfull = 1'b0;
+    for (int unsigned i = 0; i < Total; i++) begin
+      if (gnt_o[i]) begin
+        g_full  = entry_full_i[i];
+        g_exp   = expired[i];
+        g_pfull = part_full[i / Depth];
+      end
+    end
+  end
+  cov_grant_full:     cover property (@(posedge clk_i) take && g_full);
+  cov_timer_expiry:   cover property (@(posedge clk_i) take && !g_full && g_exp && !g_pfull && !drain_i);
+  cov_pressure:       cover property (@(posedge clk_i) take && !g_full && !g_exp && g_pfull && !drain_i);
+  cov_drain:          cover property (@(posedge clk_i) take && !g_full && !g_exp && drain_i);
+  cov_all_congested:  cover property (@(posedge clk_i) part_ok != '0 && (part_ok & ~congested_i) == '0);
+  cov_congested_skip: cover property (@(posedge clk_i) take && (part_ok & congested_i) != '0);
+  cov_rr_wrap:        cover property (@(posedge clk_i) take && !found_hi);
+  cov_grant_held:     cover property (@(posedge clk_i) gnt_valid_o && !gnt_ready_i);
+  cov_held_partial:   cover property (@(posedge clk_i) (entry_valid_i & ~eligible) != '0);
+`endif
+
 endmodule

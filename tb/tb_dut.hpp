@@ -4,37 +4,67 @@
 // read combinational outputs, then step() for the rising edge; registered
 // outputs then show the new state. The model is built with assertions on
 // (MOEHUB_ASSERT_ON, --assert): a failed one stops the test.
+//
+// Waveforms: a Dut built with a path writes an FST there (the models are
+// Verilated with --trace-fst; tracing costs nothing unless a path is given).
+// Coverage: the models carry the user cover points of the RTL
+// (MOEHUB_COVER, --coverage-user); a Dut adds its counts to the process-wide
+// tally (tb_coverage.hpp) when it is destroyed.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <verilated.h>
+#include <verilated_fst_c.h>
+
+#include "tb_coverage.hpp"
 
 namespace moehub::tb {
 
 template <class Model>
 class Dut {
  public:
-  Dut() : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Model>(ctx_.get())) {
+  /// `fst_path` empty: no waveform.
+  explicit Dut(const std::string& fst_path = "") : ctx_(std::make_unique<VerilatedContext>()) {
+    if (!fst_path.empty()) ctx_->traceEverOn(true);
+    m_ = std::make_unique<Model>(ctx_.get());
+    if (!fst_path.empty()) {
+      trace_ = std::make_unique<VerilatedFstC>();
+      m_->trace(trace_.get(), 99);
+      trace_->open(fst_path.c_str());
+    }
     m_->clk_i = 0;
     m_->rst_ni = 1;
-    m_->eval();
-    m_->rst_ni = 0;  // asynchronous reset: a falling edge
-    m_->eval();
-    m_->rst_ni = 1;
-    m_->eval();
+    eval();
+    reset();
   }
-  ~Dut() { m_->final(); }
+  ~Dut() {
+    m_->final();
+    if (trace_) trace_->close();
+    tally_coverage(*ctx_);
+  }
   Dut(const Dut&) = delete;
   Dut& operator=(const Dut&) = delete;
 
   Model* operator->() { return m_.get(); }
   void eval() { m_->eval(); }
+  /// Asynchronous reset: a falling edge of rst_ni, then released.
+  void reset() {
+    m_->rst_ni = 0;
+    m_->eval();
+    m_->rst_ni = 1;
+    m_->eval();
+  }
   /// One rising clock edge with the inputs as they are.
   void step() {
+    if (trace_) trace_->dump(time_);
+    time_ += 5;
     m_->clk_i = 1;
     m_->eval();
+    if (trace_) trace_->dump(time_);
+    time_ += 5;
     m_->clk_i = 0;
     m_->eval();
     ++cycles_;
@@ -44,7 +74,9 @@ class Dut {
  private:
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> m_;
+  std::unique_ptr<VerilatedFstC> trace_;
   std::uint64_t cycles_ = 0;
+  std::uint64_t time_ = 0;  // waveform time, 10 units per cycle
 };
 
 /// Bits [lsb, lsb + width) of a wide port (width <= 32).

@@ -1,0 +1,118 @@
+// The co-simulation adapter (RtlAddressAllocationUnit, the Verilated
+// moehub_aau behind golden::IngressFunction) against the behavioural
+// AddressAllocationUnit: one stream of writes, fed to both at the same
+// simulated times, must give the same acceptance, LocalRowIDs, addresses and
+// retry times, and, until a region is reinitialised (after which the RAT
+// organisations part, docs/rtl.md), the same spill traffic. The adapter
+// must skip the idle cycles between writes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "golden/aau.hpp"
+#include "rtl_aau.hpp"
+
+namespace {
+
+using moehub::cosim::RtlAddressAllocationUnit;
+using moehub::golden::AauParams;
+using moehub::golden::AddressAllocationUnit;
+using moehub::golden::IngressResult;
+using moehub::golden::Opcode;
+using moehub::golden::StoreRequest;
+using moehub::golden::Tick;
+
+AauParams params() {
+  const auto g = RtlAddressAllocationUnit::geometry();
+  AauParams p;
+  p.apt_regions = g.regions;
+  p.rat.entries = g.rat_entries;
+  p.rat.banks = g.rat_banks;
+  p.rat.restore_cycles = 40;  // assumption: a short spill-area read keeps the test fast
+  return p;
+}
+
+TEST(CosimAau, RefusesWhatTheRtlCannotBe) {
+  AauParams p = params();
+  p.rat.entries *= 2;
+  EXPECT_THROW(RtlAddressAllocationUnit{p}, std::invalid_argument);
+  RtlAddressAllocationUnit rtl(params());
+  EXPECT_THROW(rtl.rowsp_malloc(0, 96, 16), std::invalid_argument);  // not a power of two
+  EXPECT_THROW(rtl.rowsp_malloc(0, 128, 1ULL << 20), std::invalid_argument);
+}
+
+TEST(CosimAau, SameTranslationsAsTheGoldenAau) {
+  AddressAllocationUnit golden(params());
+  RtlAddressAllocationUnit rtl(params());
+  struct Reg {
+    std::uint64_t base;
+    std::uint32_t row_bytes;
+    std::uint64_t rows;
+  };
+  const Reg regs[3] = {{0x100000, 256, 4096}, {0x4000000, 128, 4096}, {0x9000000, 64, 60}};
+  std::vector<std::uint32_t> ids;
+  for (const Reg& r : regs) {
+    const std::uint32_t id = golden.rowsp_malloc(r.base, r.row_bytes, r.rows);
+    ASSERT_EQ(rtl.rowsp_malloc(r.base, r.row_bytes, r.rows), id);
+    ids.push_back(id);
+  }
+  std::mt19937_64 rng(5);
+  Tick now = 1000;
+  bool reinitialised = false;
+  std::uint64_t writes = 0, refused = 0, mismatches = 0, spill_bytes = 0;
+  double t_golden = 0, t_rtl = 0;
+  const std::uint64_t kWrites = 100000;
+  for (std::uint64_t i = 0; i < kWrites; ++i) {
+    now += rng() % 4 == 0 ? 20000 : rng() % 1000;  // bursts and idle gaps (ps)
+    if (i % 25000 == 24999) {
+      golden.reinit_region(ids[i / 25000 % 3]);
+      rtl.reinit_region(ids[i / 25000 % 3]);
+      reinitialised = true;
+    }
+    StoreRequest w;
+    const unsigned k = static_cast<unsigned>(rng() % 16);
+    w.op = k == 0 ? Opcode::kStore : (k == 1 ? Opcode::kRowStoreNop : Opcode::kRowStore);
+    const unsigned m = static_cast<unsigned>(rng() % 8) < 6 ? static_cast<unsigned>(rng() % 2) : 2;
+    w.malloc_id = ids[m];
+    w.row_id = static_cast<std::int64_t>((i / 16 + rng() % 200) % 65536);  // a sliding window of 200 rows
+    w.bytes = 1 + static_cast<std::uint32_t>(rng() % 16);
+    w.row_offset = static_cast<std::uint32_t>(rng() % (regs[m].row_bytes - w.bytes + 1));
+    w.address = 0x77000 + i;
+    auto t0 = std::chrono::steady_clock::now();
+    const IngressResult g = golden.on_write(w, now);
+    auto t1 = std::chrono::steady_clock::now();
+    const IngressResult r = rtl.on_write(w, now);
+    auto t2 = std::chrono::steady_clock::now();
+    t_golden += std::chrono::duration<double>(t1 - t0).count();
+    t_rtl += std::chrono::duration<double>(t2 - t1).count();
+    ++writes;
+    refused += g.accepted ? 0 : 1;
+    spill_bytes += r.metadata_write_bytes;
+    const bool same = g.accepted == r.accepted && g.local_row_id == r.local_row_id && g.address == r.address &&
+                      (g.accepted || g.retry_at == r.retry_at) &&
+                      (reinitialised || g.metadata_write_bytes == r.metadata_write_bytes);
+    if (!same && mismatches++ < 5) {
+      ADD_FAILURE() << "write " << i << " (region " << m << ", row " << w.row_id << "): golden accepted "
+                    << g.accepted << " local " << g.local_row_id << " address " << g.address << " spill bytes "
+                    << g.metadata_write_bytes << "; RTL " << r.accepted << " " << r.local_row_id << " " << r.address
+                    << " " << r.metadata_write_bytes;
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+  std::printf("co-simulation: %llu writes (%llu refused: region full), %llu cycles simulated, %llu skipped, "
+              "%llu spills, %llu restore queries; golden %.3f s, RTL adapter %.3f s\n",
+              static_cast<unsigned long long>(writes), static_cast<unsigned long long>(refused),
+              static_cast<unsigned long long>(rtl.cycles_simulated()),
+              static_cast<unsigned long long>(rtl.cycles_skipped()), static_cast<unsigned long long>(rtl.spills()),
+              static_cast<unsigned long long>(rtl.restore_queries()), t_golden, t_rtl);
+  EXPECT_GT(refused, 0u);                                  // region 2 fills
+  EXPECT_GT(spill_bytes, 0u);                              // the RAT spilled
+  EXPECT_GT(rtl.cycles_skipped(), rtl.cycles_simulated());  // idle cycles are not simulated
+}
+
+}  // namespace

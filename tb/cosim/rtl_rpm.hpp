@@ -1,0 +1,70 @@
+// The golden EgressFunction of the MoE-Hub producer (the RPM) with its
+// packet scheduler on the Verilated moehub_rpm_sched: a co-simulation
+// adapter that the platform can use in place of golden::RuntimePacketManager.
+//
+// Function: the buffer pool is C++ (the RTL leaves it out): one partition of
+// entries_per_peer slots per peer, stores merged as rpm.hpp merges them (same
+// line, opcode and priority; row stores also the same MallocID and RowID),
+// a new entry in the lowest free slot. The pick is the RTL's grant: the pool
+// presents per slot valid, full mask, priority and RowID (a plain st as 0, a
+// row store as RowID + 1: the golden order puts st's RowID -1 first), with
+// the congestion of the call, timeout = timer_cycles, drain = !hold_partial.
+// A flag write is presented as a full entry (always eligible); the golden
+// order ranks it by its actual mask, so with flags the orders may differ.
+//
+// Timing: the model is clocked at the hub clock (golden::HubClock). Calls
+// advance it to the cycle of `now`, stepping every cycle while entries are
+// held (their age counters count) and skipping cycles while the pool is
+// empty. A pick that returns a packet ends its cycle (the grant is taken at
+// that clock edge): the RTL grants one packet per cycle, and a store
+// accepted later in that same cycle enters in the next one.
+// Limits (std::invalid_argument): the peers, entries per peer and the age
+// counter's width are those the model was Verilated with (geometry());
+// timer_cycles below the counter's saturation; RowIDs below 2**RowIdWidth - 1.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "golden/hub_functions.hpp"
+#include "golden/rpm.hpp"
+
+namespace moehub::cosim {
+
+struct RtlRpmGeometry {
+  std::uint32_t peers;
+  std::uint32_t entries_per_peer;
+  std::uint32_t row_id_bits;
+  std::uint32_t timer_bits;
+};
+
+class RtlRuntimePacketManager : public golden::EgressFunction {
+ public:
+  explicit RtlRuntimePacketManager(const golden::RpmParams& p);
+  ~RtlRuntimePacketManager() override;
+  RtlRuntimePacketManager(const RtlRuntimePacketManager&) = delete;
+  RtlRuntimePacketManager& operator=(const RtlRuntimePacketManager&) = delete;
+
+  static RtlRpmGeometry geometry();
+
+  bool can_accept(const golden::StoreRequest& s, golden::Tick now) const override;
+  void accept(const golden::StoreRequest& s, golden::Tick now) override;
+  bool pick(golden::Tick now, const std::vector<std::uint8_t>& congested, golden::EgressPick& out) override;
+  golden::Tick next_event(golden::Tick now) const override;
+  std::size_t occupancy() const override;
+
+  /// The tags of the stores the last picked packet carries, oldest first.
+  const std::vector<std::uint64_t>& last_pick_tags() const;
+  std::uint64_t cycles_simulated() const;
+  std::uint64_t cycles_skipped() const;
+  /// When set, the model writes an FST waveform of every simulated cycle here.
+  void trace_to(const std::string& fst_path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace moehub::cosim
