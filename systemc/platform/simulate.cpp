@@ -67,6 +67,7 @@ RunOutput simulate(const RunRequest& req) {
       if (wall_s > kLongSliceS && slice > base) slice /= 2;
       const Node::Progress p = node->progress();
       req.progress(p.done, p.total);
+      if (!node->fatal_error().empty()) break;  // the run was stopped (sc_stop)
     } while (sc_core::sc_pending_activity());
   } else {
     // times too long for any run saturate at kTickNever (units.hpp), past the
@@ -77,6 +78,13 @@ RunOutput simulate(const RunRequest& req) {
   bool finished = true;
   for (const auto& r : node->records()) finished = finished && r.finished;
   RunOutput out;
+  if (!node->fatal_error().empty()) {
+    // as for the time limit below: the node stays, its threads suspended
+    out.fatal = true;
+    out.fatal_message = node->fatal_error();
+    abandoned_node = node.release();
+    return out;
+  }
   if (!finished && sc_core::sc_pending_activity()) {
     // SystemC cannot unwind the threads that did not finish: the node is kept
     // rather than destroyed under their suspended stacks, and the outcome is

@@ -32,7 +32,10 @@ Schedule build_ideal(const ModelConfig& m, const Routing& r, const ExpertPlaceme
   return s;
 }
 
-std::vector<std::string> schedule_names() { return {"megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token"}; }
+std::vector<std::string> schedule_names() {
+  return {"megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token",
+          "moehub", "moehub-base", "moehub-pkt", "moehub-dep"};
+}
 
 Schedule build_schedule(const std::string& name, const ModelConfig& model, const Routing& routing,
                         const ExpertPlacement& placement, const ScheduleOptions& opt) {
@@ -41,8 +44,10 @@ Schedule build_schedule(const std::string& name, const ModelConfig& model, const
   if (name == "a2a-uniform") return build_a2a_uniform(model, routing, placement, opt);
   if (name == "ring-expert") return build_ring(model, routing, placement, opt, false);
   if (name == "ring-token") return build_ring(model, routing, placement, opt, true);
-  throw std::invalid_argument("unknown schedule '" + name +
-                              "' (allowed: megatron, ideal, a2a-uniform, ring-expert, ring-token)");
+  if (name.rfind("moehub", 0) == 0) return build_moehub(model, routing, placement, opt, name);
+  std::string allowed;
+  for (const auto& n : schedule_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown schedule '" + name + "' (allowed: " + allowed + ")");
 }
 
 }  // namespace moehub
