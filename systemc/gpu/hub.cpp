@@ -38,6 +38,9 @@ golden::HubParams hub_params_from(const SystemConfig& sys, int gpu) {
 
 namespace {
 
+/// One stop request per simulation (SystemC warns on a second sc_stop).
+bool stop_requested = false;
+
 golden::HubFunctions functions_from(const SystemConfig& sys, int gpu) {
   return golden::make_hub_functions(sys.hub.implementation, hub_params_from(sys, gpu));
 }
@@ -343,7 +346,11 @@ bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
   } catch (const golden::RegionFullError& e) {
     // the configured region_full policy "error": the run ends here
     if (fatal_.empty()) fatal_ = std::string(name()) + ": " + e.what() + " (hub.region_full: error)";
-    sc_core::sc_stop();
+    if (!stop_requested) {
+      stop_requested = true;
+      sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+      sc_core::sc_stop();
+    }
     gp.release();
     return true;
   }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/sc_time_util.hpp"
+#include "golden/aau.hpp"
 #include "golden/address_centric.hpp"
 
 namespace moehub {
@@ -152,6 +153,16 @@ std::string Node::fatal_error() const {
     if (!h->fatal_error().empty()) return h->fatal_error();
   }
   return {};
+}
+
+std::uint64_t Node::region_full_stalls() const {
+  std::uint64_t n = 0;
+  for (const auto& h : hubs_) {
+    if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&h->ingress_function())) {
+      n += a->stalled_writes();
+    }
+  }
+  return n;
 }
 
 std::vector<std::string> Node::verify() const {

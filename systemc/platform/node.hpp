@@ -74,6 +74,8 @@ class Node : public sc_core::sc_module {
   /// A condition that ended the run early (empty if none), e.g. a full rowsp
   /// region under hub.region_full: error.
   std::string fatal_error() const;
+  /// Writes the hubs refused because a rowsp region was full (stall policy).
+  std::uint64_t region_full_stalls() const;
   const Scoreboard& scoreboard() const { return *scoreboard_; }
   const AddressMap& address_map() const { return *address_map_; }
   int num_gpus() const { return sys_.num_gpus; }

@@ -47,6 +47,11 @@ RunOutput simulate(const RunRequest& req) {
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
   Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
+  if (schedule.hub.aau && req.system.hub.implementation != "moehub") {
+    throw std::invalid_argument(req.system.source_file + ": key 'hub.implementation': schedule '" + schedule.name +
+                                "' needs the MoE-Hub units: must be 'moehub' (got '" +
+                                req.system.hub.implementation + "'; moehub-sim --hub-impl moehub overrides it)");
+  }
   auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
   const auto t0 = std::chrono::steady_clock::now();
   if (req.progress) {
@@ -94,6 +99,11 @@ RunOutput simulate(const RunRequest& req) {
     abandoned_node = node.release();
     out.time_limit_exceeded = true;
     out.time_limit_message = time_limit_message(req);
+    if (const std::uint64_t stalls = abandoned_node->region_full_stalls()) {
+      out.time_limit_message += "; the hubs refused " + std::to_string(stalls) +
+                                " row writes because their rowsp region was full (hub.region_full: stall): "
+                                "the regions are too small for the routing";
+    }
     return out;
   }
 
