@@ -21,22 +21,28 @@ double us(Tick t) { return ticks_to_us(t); }
 /// GEMM; null where a GPU has no such ops.
 nlohmann::ordered_json routing_to_gemm1(const Node& node) {
   using J = nlohmann::ordered_json;
-  J per = J::array();
-  double sum = 0, mx = 0;
+  J per = J::array(), per_end = J::array();
+  double sum = 0, mx = 0, sum_end = 0;
   int n = 0;
   for (const auto& rec : node.records()) {
-    Tick routed = kTickMax, first = kTickMax;
+    Tick routed = kTickMax, first = kTickMax, end = 0;
     for (const auto& r : rec.stream) {
       if (r.name == "router_softmax_topk") routed = std::min(routed, r.start);
-      if (r.name == "expert_gemm1") first = std::min(first, r.first_block);
+      if (r.name == "expert_gemm1") {
+        first = std::min(first, r.first_block);
+        end = std::max(end, r.end);
+      }
     }
     if (routed == kTickMax || first == kTickMax || first < routed) {
       per.push_back(nullptr);
+      per_end.push_back(nullptr);
       continue;
     }
     const double w = us(first - routed);
     per.push_back(w);
+    per_end.push_back(us(end - routed));
     sum += w;
+    sum_end += us(end - routed);
     mx = std::max(mx, w);
     ++n;
   }
@@ -44,6 +50,9 @@ nlohmann::ordered_json routing_to_gemm1(const Node& node) {
   j["per_gpu_us"] = per;
   j["mean_us"] = n ? sum / n : 0.0;
   j["max_us"] = mx;
+  // to the end of GEMM1 (the window with GEMM1's own data-paced tiles)
+  j["end_per_gpu_us"] = per_end;
+  j["end_mean_us"] = n ? sum_end / n : 0.0;
   return j;
 }
 
