@@ -150,6 +150,10 @@ int main(int argc, char** argv) {
   app.add_option("--schedule", schedule, "dispatch schedule: " + schedules_help)->capture_default_str();
   std::optional<std::string> hub_impl;
   std::int64_t region_rows = 0;
+  int store_bytes = moehub::ScheduleOptions{}.rowsp_store_bytes;
+  app.add_option("--store-bytes", store_bytes,
+                 "moehub*: bytes of one store of the dispatch and combine kernels, 1..128")
+      ->capture_default_str();
   app.add_option("--hub-impl", hub_impl, "override hub.implementation: address-centric or moehub");
   app.add_option("--region-rows", region_rows,
                  "moehub*: rows per rowsp region, >= 1 (default: every token of the job)");
@@ -204,9 +208,13 @@ int main(int argc, char** argv) {
       }
       req.system.hub.implementation = *hub_impl;
     }
+    if (store_bytes < 1 || store_bytes > 128) {
+      throw moehub::ConfigError("<command line>", "--store-bytes",
+                                "must be in [1, 128] (got " + std::to_string(store_bytes) + ")");
+    }
     if (region_rows < 0 || region_rows > moehub::kMaxTokens) {
       throw moehub::ConfigError("<command line>", "--region-rows",
-                                "must be in [1, " + std::to_string(moehub::kMaxTokens) + "] (got " +
+                                "must be in [1, " + std::to_string(moehub::kMaxTokens) + "], or 0 for every token of the job (got " +
                                     std::to_string(region_rows) + ")");
     }
     if (comm_sms < 1 || comm_sms > req.system.gpu.num_sms) {
@@ -255,6 +263,7 @@ int main(int argc, char** argv) {
   req.options.comm_sms = comm_sms;
   req.options.repeat = repeat;
   req.options.rowsp_region_rows = region_rows;
+  req.options.rowsp_store_bytes = store_bytes;
   req.timeline = !no_timeline;
   if (results_path.empty()) results_path = out_dir + "/results.json";
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
