@@ -299,8 +299,8 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
   tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
   tj["local_copy_bytes"] = t.local_bytes;
-  tj["data_packets"] = t.data_packets;
-  tj["rows_delivered"] = t.rows_delivered;
+  tj["data_packets"] = t.data_packets + node.row_transfers().packets_delivered();
+  tj["rows_delivered"] = t.rows_delivered + node.row_transfers().rows_delivered();
   tj["wrong_addresses"] = t.wrong_addresses;
   tj["responses_before_write"] = t.early_responses;
   tj["arrival_reorderings"] = node.reorderings();

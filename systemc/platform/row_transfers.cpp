@@ -256,6 +256,7 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
   Transfer& tr = transfer_of(w.transfer);
   const auto dst = static_cast<std::size_t>(w.dst_gpu);
   const golden::StoreRequest& st = w.store;
+  if (w.src_gpu != w.dst_gpu) packets_ += w.packets;
   if (tr.row_store) {
     const auto found = region_of_malloc_.find(st.malloc_id);
     const int ri = found == region_of_malloc_.end() ? -1 : found->second;

@@ -77,6 +77,8 @@ class RowTransfers : public TrafficSink {
   /// Statistics of the regions and the DAM's releases (results JSON).
   nlohmann::ordered_json stats() const;
   std::int64_t rows_delivered() const;
+  /// NVLink data packets of the row transfers that reached their consumer (local stores not counted).
+  std::uint64_t packets_delivered() const { return packets_; }
 
  private:
   struct PerGpu {
@@ -138,6 +140,7 @@ class RowTransfers : public TrafficSink {
   std::unordered_map<std::uint64_t, RowState> rows_;  ///< (region, RowID) -> where it landed
   std::unordered_map<std::uint32_t, int> region_of_malloc_;  ///< MallocID (names the GPU) -> region  ///< (region, RowID) -> where it landed
   std::vector<std::string> errors_;
+  std::uint64_t packets_ = 0;
 };
 
 }  // namespace moehub

@@ -118,7 +118,7 @@ RunOutput simulate(const RunRequest& req) {
   if (req.timeline) out.timeline = make_timeline(*node, req);
   out.wall_seconds = std::chrono::duration<double>(t1 - t0).count();
   out.fabric_transactions = node->fabric_transactions();
-  out.fabric_packets = node->scoreboard().totals().data_packets;
+  out.fabric_packets = node->scoreboard().totals().data_packets + node->row_transfers().packets_delivered();
   for (int g = 0; g < node->num_gpus(); ++g) {
     for (int p = 0; p < node->planes(); ++p) out.fabric_all_packets += node->uplink(g, p).packets();
   }
