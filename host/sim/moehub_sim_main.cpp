@@ -284,8 +284,12 @@ int main(int argc, char** argv) {
     const moehub::RunOutput out = moehub::simulate(req);
     bar.reset();
     if (out.fatal) {
-      std::cerr << "moehub-sim: error: " << out.fatal_message << "; nothing written\n";
-      return kExitBadInput;
+      // the stopped run's SystemC threads stay suspended and cannot be
+      // unwound: leave without exit-time checks that would only report what
+      // their stacks hold
+      std::cerr << "moehub-sim: error: " << out.fatal_message << "; nothing written" << std::endl;
+      std::cout.flush();
+      std::_Exit(kExitBadInput);
     }
     if (out.time_limit_exceeded) {
       std::cerr << "moehub-sim: error: " << out.time_limit_message << "; nothing written\n";

@@ -311,7 +311,9 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
       r.kind = "gemm";
       r.flops = k.flops;
       r.bytes = k.hbm_bytes;
-      sm.wait(sm.launch(std::move(k), flags));
+      const int id = sm.launch(std::move(k), flags);
+      std::vector<int>().swap(flags);  // nothing of ours on this thread's heap while it waits
+      sm.wait(id);
       r.first_block = sm.last_first_block_start();
       break;
     }
