@@ -23,6 +23,8 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
     cmd = [sim, "--system", system, "--model", model, "--schedule", schedule, "--tokens", str(tokens),
            "--imbalance-std", str(std), "--seed", str(seed), "--granularity", granularity,
            "--results", results, "--no-timeline", "--quiet", "--out-dir", out]
+    if schedule.startswith("moehub"):
+        cmd += ["--hub-impl", "moehub"]  # the MoE-Hub schedules run on the MoE-Hub units
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return tag, None, p.stderr
@@ -31,6 +33,10 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
     row = {"system": system, "model": model, "schedule": schedule, "tokens": tokens, "imbalance_std": std,
            "seed": seed, "granularity": granularity, "measured_load_std": round(r["measured_load_std"], 5),
            "layer_time_us": round(r["layer_time_us"], 3)}
+    if "routing_to_gemm1" in r:
+        row["routing_to_gemm1_us"] = round(r["routing_to_gemm1"]["mean_us"], 3)
+        if "end_mean_us" in r["routing_to_gemm1"]:
+            row["routing_to_gemm1_end_us"] = round(r["routing_to_gemm1"]["end_mean_us"], 3)
     for k, v in r["breakdown_us"].items():
         row["us_" + k] = round(v, 3)
     return tag, row, ""

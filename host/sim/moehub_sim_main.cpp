@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/config_loader.hpp"
+#include "common/config_ranges.hpp"
 #include "platform/simulate.hpp"
 #include "trace/trace.hpp"
 #include "workload/routing_trace.hpp"
@@ -144,7 +145,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", model, "model config: a name under configs/models or a YAML path")
       ->capture_default_str();
-  app.add_option("--schedule", schedule, "dispatch schedule: megatron, megatron-train, ideal, a2a-uniform, ring-expert, ring-token, fastermoe, tutel, comet or ccfuser")->capture_default_str();
+  std::string schedules_help;
+  for (const auto& n : moehub::schedule_names()) schedules_help += (schedules_help.empty() ? "" : ", ") + n;
+  app.add_option("--schedule", schedule, "dispatch schedule: " + schedules_help)->capture_default_str();
+  std::optional<std::string> hub_impl;
+  std::int64_t region_rows = 0;
+  int store_bytes = moehub::ScheduleOptions{}.rowsp_store_bytes;
+  app.add_option("--store-bytes", store_bytes,
+                 "moehub*: bytes of one store of the dispatch and combine kernels, 1..128")
+      ->capture_default_str();
+  app.add_option("--hub-impl", hub_impl, "override hub.implementation: address-centric or moehub");
+  app.add_option("--region-rows", region_rows,
+                 "moehub*: rows per rowsp region, >= 1 (default: every token of the job)");
   app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
   app.add_option("--seed", wl.seed, "routing seed")->capture_default_str();
   app.add_option("--distribution", wl.distribution, "expert popularity: normal or zipf")
@@ -188,6 +200,22 @@ int main(int argc, char** argv) {
                                   "must be 'packet' or 'row' (got '" + *granularity + "')");
       }
       req.system.sim.granularity = *granularity;
+    }
+    if (hub_impl) {
+      if (*hub_impl != "address-centric" && *hub_impl != "moehub") {
+        throw moehub::ConfigError("<command line>", "--hub-impl",
+                                  "must be 'address-centric' or 'moehub' (got '" + *hub_impl + "')");
+      }
+      req.system.hub.implementation = *hub_impl;
+    }
+    if (store_bytes < 1 || store_bytes > 128) {
+      throw moehub::ConfigError("<command line>", "--store-bytes",
+                                "must be in [1, 128] (got " + std::to_string(store_bytes) + ")");
+    }
+    if (region_rows < 0 || region_rows > moehub::kMaxTokens) {
+      throw moehub::ConfigError("<command line>", "--region-rows",
+                                "must be in [1, " + std::to_string(moehub::kMaxTokens) + "], or 0 for every token of the job (got " +
+                                    std::to_string(region_rows) + ")");
     }
     if (comm_sms < 1 || comm_sms > req.system.gpu.num_sms) {
       throw moehub::ConfigError("<command line>", "--comm-sms",
@@ -234,6 +262,8 @@ int main(int argc, char** argv) {
   req.schedule = schedule;
   req.options.comm_sms = comm_sms;
   req.options.repeat = repeat;
+  req.options.rowsp_region_rows = region_rows;
+  req.options.rowsp_store_bytes = store_bytes;
   req.timeline = !no_timeline;
   if (results_path.empty()) results_path = out_dir + "/results.json";
   if (timeline_path.empty()) timeline_path = out_dir + "/timeline.json";
@@ -253,6 +283,14 @@ int main(int argc, char** argv) {
     }
     const moehub::RunOutput out = moehub::simulate(req);
     bar.reset();
+    if (out.fatal) {
+      // the stopped run's SystemC threads stay suspended and cannot be
+      // unwound: leave without exit-time checks that would only report what
+      // their stacks hold
+      std::cerr << "moehub-sim: error: " << out.fatal_message << "; nothing written" << std::endl;
+      std::cout.flush();
+      std::_Exit(kExitBadInput);
+    }
     if (out.time_limit_exceeded) {
       std::cerr << "moehub-sim: error: " << out.time_limit_message << "; nothing written\n";
       return kExitCheckFailed;

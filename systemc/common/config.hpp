@@ -68,11 +68,28 @@ struct HostConfig {
   double collective_setup_us = 10; ///< host/NCCL overhead to start one all-to-all, >= 0
 };
 
-/// The GPU hub: which implementation of its functions runs, and its clock.
+/// The GPU hub: which implementation of its functions runs, its clock, and
+/// the parameters of the MoE-Hub units (read for every implementation, used
+/// by "moehub"; docs/moehub-units.md gives their meaning and sources).
 struct HubConfig {
-  std::string implementation = "address-centric";  ///< "address-centric" (conventional hub)
+  std::string implementation = "address-centric";  ///< "address-centric" (conventional hub) or "moehub"
   double clock_ghz = 1.5;            ///< hub clock (cycle-annotated functions), > 0
   int write_buffer_entries = 64;     ///< egress write-buffer entries (packets) before stores stall, >= 1
+  int rat_entries = 4096;            ///< Row Allocation Table entries, a multiple of rat_banks
+  int rat_banks = 16;                ///< RAT banks, >= 1
+  int rat_ports_per_bank = 2;        ///< accesses per bank and cycle, >= 1
+  int rat_lookup_cycles = 1;         ///< one RAT access, >= 0
+  int rat_restore_cycles = 750;      ///< restore of a spilled entry from device memory, >= 0
+  int rat_spill_entry_bytes = 8;     ///< metadata bytes of one spilled entry, >= 1
+  int apt_regions = 64;              ///< Allocation Pointer Table slots (rowsp regions), >= 1
+  int apt_alloc_cycles = 1;          ///< one LocalRowID allocation, >= 0
+  std::string region_full = "stall"; ///< a full rowsp region: "stall" or "error"
+  int region_full_retry_cycles = 64; ///< stall: the write is offered again after, >= 1
+  int rpm_entries_per_peer = 64;     ///< packet-manager write-buffer entries per peer GPU, >= 1
+  int rpm_timer_cycles = 64;         ///< bypass timer of a partial entry, >= 0
+  bool rpm_hold_partial = true;      ///< partial entries wait for merging until the timer
+  int rpm_pick_cycles = 1;           ///< one scheduler decision, >= 0
+  double dam_ready_latency_ns = 10;  ///< DAM Ready signal to the thread-block scheduler, >= 0
 };
 
 struct SimConfig {

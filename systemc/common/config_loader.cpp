@@ -482,9 +482,28 @@ void read_host(StrictMap m, HostConfig& h) {
 }
 
 void read_hub(StrictMap m, HubConfig& h) {
-  h.implementation = m.get_enum("implementation", {"address-centric"});
+  h.implementation = m.get_enum("implementation", {"address-centric", "moehub"});
   h.clock_ghz = number_key(m, "clock_ghz");
   h.write_buffer_entries = int_key(m, "write_buffer_entries");
+  h.rat_entries = int_key(m, "rat_entries");
+  h.rat_banks = int_key(m, "rat_banks");
+  if (h.rat_entries % h.rat_banks != 0) {
+    m.fail("rat_entries", "must be a multiple of hub.rat_banks (" + std::to_string(h.rat_banks) + ") (got " +
+                              std::to_string(h.rat_entries) + ")");
+  }
+  h.rat_ports_per_bank = int_key(m, "rat_ports_per_bank");
+  h.rat_lookup_cycles = int_key(m, "rat_lookup_cycles");
+  h.rat_restore_cycles = int_key(m, "rat_restore_cycles");
+  h.rat_spill_entry_bytes = int_key(m, "rat_spill_entry_bytes");
+  h.apt_regions = int_key(m, "apt_regions");
+  h.apt_alloc_cycles = int_key(m, "apt_alloc_cycles");
+  h.region_full = m.get_enum("region_full", {"stall", "error"});
+  h.region_full_retry_cycles = int_key(m, "region_full_retry_cycles");
+  h.rpm_entries_per_peer = int_key(m, "rpm_entries_per_peer");
+  h.rpm_timer_cycles = int_key(m, "rpm_timer_cycles");
+  h.rpm_hold_partial = m.get_enum("rpm_hold_partial", {"true", "false"}) == "true";
+  h.rpm_pick_cycles = int_key(m, "rpm_pick_cycles");
+  h.dam_ready_latency_ns = number_key(m, "dam_ready_latency_ns");
   m.finish();
 }
 

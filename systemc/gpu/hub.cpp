@@ -6,18 +6,56 @@
 
 #include "common/sc_time_util.hpp"
 #include "fabric/nvlink_port.hpp"
+#include "golden/aau.hpp"
+#include "golden/apt.hpp"
 
 namespace moehub {
 
-namespace {
-
-golden::HubFunctions functions_from(const SystemConfig& sys, int gpu) {
+golden::HubParams hub_params_from(const SystemConfig& sys, int gpu) {
   golden::HubParams p;
+  const HubConfig& h = sys.hub;
   p.gpu = gpu;
   p.num_gpus = sys.num_gpus;
-  p.clock_ghz = sys.hub.clock_ghz;
-  p.write_buffer_entries = static_cast<std::uint32_t>(sys.hub.write_buffer_entries);
-  return golden::make_hub_functions(sys.hub.implementation, p);
+  p.clock_ghz = h.clock_ghz;
+  p.write_buffer_entries = static_cast<std::uint32_t>(h.write_buffer_entries);
+  p.rat_entries = static_cast<std::uint32_t>(h.rat_entries);
+  p.rat_banks = static_cast<std::uint32_t>(h.rat_banks);
+  p.rat_ports_per_bank = static_cast<std::uint32_t>(h.rat_ports_per_bank);
+  p.rat_lookup_cycles = static_cast<std::uint32_t>(h.rat_lookup_cycles);
+  p.rat_restore_cycles = static_cast<std::uint32_t>(h.rat_restore_cycles);
+  p.rat_spill_entry_bytes = static_cast<std::uint32_t>(h.rat_spill_entry_bytes);
+  p.apt_regions = static_cast<std::uint32_t>(h.apt_regions);
+  p.apt_alloc_cycles = static_cast<std::uint32_t>(h.apt_alloc_cycles);
+  p.region_full = h.region_full;
+  p.region_full_retry_cycles = static_cast<std::uint32_t>(h.region_full_retry_cycles);
+  p.rpm_entries_per_peer = static_cast<std::uint32_t>(h.rpm_entries_per_peer);
+  p.rpm_timer_cycles = static_cast<std::uint32_t>(h.rpm_timer_cycles);
+  p.rpm_hold_partial = h.rpm_hold_partial;
+  p.rpm_pick_cycles = static_cast<std::uint32_t>(h.rpm_pick_cycles);
+  return p;
+}
+
+
+namespace {
+
+/// One stop request per simulation (SystemC warns on a second sc_stop).
+bool stop_requested = false;
+
+golden::HubFunctions functions_from(const SystemConfig& sys, int gpu) {
+  return golden::make_hub_functions(sys.hub.implementation, hub_params_from(sys, gpu));
+}
+
+/// Packets in flight towards one peer (sent, not yet answered) beyond which
+/// the peer counts as congested: twice the bandwidth-delay product of the
+/// GPU's egress over an unloaded write round trip (links both ways, switch,
+/// hubs, crossbar, HBM). Assumption: the packet manager learns congestion from
+/// its outstanding writes; the paper names congestion-aware scheduling but
+/// not the signal it uses.
+std::uint64_t congestion_packets(const SystemConfig& sys) {
+  const double rtt_ns = 4 * sys.nvlink.gpu_switch_latency_ns + 2 * sys.nvswitch.crossing_latency_ns +
+                        2 * sys.gpu.hub_latency_ns + sys.gpu.xbar_latency_ns + sys.gpu.hbm_latency_ns;
+  const double bdp_bytes = sys.nvlink.bw_gbps_per_direction_per_gpu * rtt_ns;  // GB/s x ns = bytes
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(2 * bdp_bytes / sys.nvlink.max_payload_bytes));
 }
 
 }  // namespace
@@ -41,6 +79,8 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       sink_(sink),
       fn_(functions.ingress ? std::move(functions) : functions_from(sys, gpu)),
       congested_(static_cast<std::size_t>(sys.num_gpus), 0),
+      inflight_(static_cast<std::size_t>(sys.num_gpus), 0),
+      congestion_packets_(congestion_packets(sys)),
       responses_q_(static_cast<std::size_t>(sys.nvswitch.num_switches)) {
   if (!fn_.ingress || !fn_.egress || !fn_.completion) {
     throw std::invalid_argument(std::string(this->name()) + ": hub functions incomplete");
@@ -208,6 +248,14 @@ bool Hub::send_data(Tick now) {
   gp->set_data_length(st.bytes);
   ++data_seq_;
   data_packets_ += packets;
+  {
+    const auto d = static_cast<std::size_t>(st.dst_gpu);
+    inflight_[d] += packets;
+    if (!congested_[d] && inflight_[d] >= congestion_packets_) {
+      congested_[d] = 1;
+      ++congestion_events_;
+    }
+  }
   ++transactions_;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(ready - now);
@@ -276,6 +324,12 @@ bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
   if (ext->kind == PacketKind::kResponse) {
     if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted response");
     const Tick exit = at + hub_latency_;
+    const auto peer = static_cast<std::size_t>(ext->src_gpu);
+    inflight_[peer] -= std::min<std::uint64_t>(inflight_[peer], ext->packets);
+    if (congested_[peer] && inflight_[peer] < congestion_packets_) {
+      congested_[peer] = 0;
+      wake(exit);
+    }
     tlm::tlm_phase end_req = tlm::END_REQ;
     sc_core::sc_time d = to_sc(exit - now);
     nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
@@ -285,7 +339,21 @@ bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
   }
   if (ext->dst_gpu != gpu_) throw std::logic_error(std::string(name()) + ": misrouted write");
   const Tick t = std::max(at, ingress_free_);
-  const golden::IngressResult r = fn_.ingress->on_write(ext->store, t);
+  const bool local = ext->src_gpu == gpu_;
+  golden::IngressResult r;
+  try {
+    r = local ? local_ingress(ext->store, t) : fn_.ingress->on_write(ext->store, t);
+  } catch (const golden::RegionFullError& e) {
+    // the configured region_full policy "error": the run ends here
+    if (fatal_.empty()) fatal_ = std::string(name()) + ": " + e.what() + " (hub.region_full: error)";
+    if (!stop_requested) {
+      stop_requested = true;
+      sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+      sc_core::sc_stop();
+    }
+    gp.release();
+    return true;
+  }
   if (!r.accepted) {
     if (r.retry_at <= t) throw std::logic_error(std::string(name()) + ": ingress stalled without a later retry time");
     ++ingress_stalls_;
@@ -303,9 +371,11 @@ bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
   }
   // the write leaves the input buffer (credits go back) and goes to memory
   const Tick exit = t + hub_latency_;
-  tlm::tlm_phase end_req = tlm::END_REQ;
-  sc_core::sc_time d = to_sc(exit - now);
-  nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
+  if (!local) {
+    tlm::tlm_phase end_req = tlm::END_REQ;
+    sc_core::sc_time d = to_sc(exit - now);
+    nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
+  }
   tlm::tlm_phase begin = tlm::BEGIN_REQ;
   sc_core::sc_time dx = to_sc(exit - now);
   hub2xbar->nb_transport_fw(gp, begin, dx);
@@ -326,6 +396,10 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   if (ready_) {
     for (const auto& rs : ready_buf_) ready_(rs, done);
   }
+  if (w->src_gpu == gpu_) {  // a local store: nobody waits for a response
+    gp.release();
+    return tlm::TLM_ACCEPTED;
+  }
   tlm::tlm_generic_payload* rgp = pool_.allocate();
   auto* r = &moe_ext(*rgp);
   r->kind = PacketKind::kResponse;
@@ -343,6 +417,41 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   gp.release();
   wake(done);
   return tlm::TLM_ACCEPTED;
+}
+
+golden::IngressResult Hub::local_ingress(const golden::StoreRequest& st, Tick t) {
+  auto* aau = dynamic_cast<golden::AddressAllocationUnit*>(fn_.ingress.get());
+  if (!aau) throw std::logic_error(std::string(name()) + ": local row stores need the moehub hub (an AAU)");
+  return aau->on_local_store(st, t);
+}
+
+void Hub::local_store(const golden::StoreRequest& st, Tick arrival) {
+  const Tick now = now_ticks();
+  // an ArrivalQueue push must lie at least its lookahead ahead
+  const Tick earliest = now + ingress_q_->lookahead() + 1;
+  if (arrival < earliest) {
+    ++local_store_delays_;
+    arrival = earliest;
+  }
+  tlm::tlm_generic_payload* gp = pool_.allocate();
+  auto* ext = &moe_ext(*gp);
+  ext->kind = PacketKind::kWrite;
+  ext->src_gpu = gpu_;
+  ext->dst_gpu = gpu_;
+  ext->plane = 0;
+  ext->transfer = static_cast<std::int32_t>(st.tag);
+  ext->store = st;
+  ext->store.src_gpu = gpu_;
+  ext->store.dst_gpu = gpu_;
+  ext->packets = 1;
+  ext->flits = 0;
+  ext->ready = arrival;
+  ext->sent = arrival;
+  gp->set_command(tlm::TLM_WRITE_COMMAND);
+  gp->set_address(0);
+  gp->set_data_length(st.bytes);
+  ++local_stores_;
+  ingress_q_->push(gp, arrival);
 }
 
 void Hub::b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) {

@@ -21,7 +21,12 @@
 //   after hub.latency (which returns the link's credits; a function that
 //   stalls keeps them, so back-pressure reaches the link and the sender),
 //   crosses the crossbar into HBM, and is answered with a write response
-//   once HBM has completed it. A response completes one of our own stores.
+//   once HBM has completed it; the completion function sees it then (the
+//   MoE-Hub DAM: its Ready signals go to the ready listener). A response
+//   completes one of our own stores. The ingress function's metadata traffic
+//   (RAT spills and restores) is booked on HBM; its cycles are converted with
+//   hub.clock_ghz. Local row stores (local tokens to local experts) enter the
+//   same ingress without crossing a link and get no response.
 #pragma once
 
 #include <systemc>
@@ -31,6 +36,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/arrival_queue.hpp"
@@ -45,6 +51,9 @@
 namespace moehub {
 
 class NvlinkPort;
+
+/// The parameters of the hub functions from the system config (hub section).
+golden::HubParams hub_params_from(const SystemConfig& sys, int gpu);
 
 /// Receives the end points of every transfer (implemented by the platform's
 /// scoreboard).
@@ -77,6 +86,26 @@ class Hub : public TlmBlock {
 
   /// A kernel's stores (the source must outlive its transfer).
   void add_source(StoreSource* source);
+  /// A row store of this GPU's own kernel to a local region (st.rowsp of a
+  /// local token to a local expert): it enters the ingress at `arrival`
+  /// (moved to the queue's lookahead if earlier), is translated by the AAU's
+  /// on_local_store, written to memory and completed like a remote write,
+  /// without a response. `st.tag` is the transfer it belongs to.
+  void local_store(const golden::StoreRequest& st, Tick arrival);
+  /// The hub's functions (the platform reaches unit-specific calls by dynamic_cast).
+  golden::IngressFunction& ingress_function() { return *fn_.ingress; }
+  golden::EgressFunction& egress_function() { return *fn_.egress; }
+  golden::CompletionFunction& completion_function() { return *fn_.completion; }
+  const golden::IngressFunction& ingress_function() const { return *fn_.ingress; }
+  const golden::EgressFunction& egress_function() const { return *fn_.egress; }
+  const golden::CompletionFunction& completion_function() const { return *fn_.completion; }
+  /// A condition that ended the run (a full region under region_full: error); empty if none.
+  const std::string& fatal_error() const { return fatal_; }
+  /// Local row stores, and those that entered later than issued (the queue's lookahead).
+  std::uint64_t local_stores() const { return local_stores_; }
+  std::uint64_t local_store_delays() const { return local_store_delays_; }
+  /// Times a peer became congested (packets in flight to it past the limit).
+  std::uint64_t congestion_events() const { return congestion_events_; }
   /// Something a source or port waits for may be possible from `t` on.
   void wake(Tick t);
 
@@ -122,6 +151,7 @@ class Hub : public TlmBlock {
   bool send_data(Tick now);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
   Tick cycles(std::uint32_t n) const;
+  golden::IngressResult local_ingress(const golden::StoreRequest& st, Tick t);
 
   int gpu_;
   int planes_;
@@ -139,7 +169,13 @@ class Hub : public TlmBlock {
   std::vector<golden::ReadySignal> ready_buf_;
   std::vector<NvlinkPort*> ports_;
   std::vector<StoreSource*> sources_;
-  std::vector<std::uint8_t> congested_;
+  std::vector<std::uint8_t> congested_;  ///< per peer: packets in flight past congestion_packets_
+  std::vector<std::uint64_t> inflight_;   ///< per peer: data packets sent and not yet answered
+  std::uint64_t congestion_packets_;
+  std::uint64_t congestion_events_ = 0;
+  std::uint64_t local_stores_ = 0;
+  std::uint64_t local_store_delays_ = 0;
+  std::string fatal_;
   std::vector<std::deque<Response>> responses_q_;  ///< per plane, in completion order
   std::unique_ptr<ArrivalQueue> ingress_q_;
   PayloadPool pool_;

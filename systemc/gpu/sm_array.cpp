@@ -100,6 +100,11 @@ Tick SmArray::wait(int kernel) {
     ++wakeups_;
   }
   waiters_.erase(kernel);
+  last_first_start_ = kTickMax;
+  const std::size_t groups = engine_.spec(kernel).groups.size();
+  for (std::size_t g = 0; g < groups; ++g) {
+    last_first_start_ = std::min(last_first_start_, engine_.group_start(kernel, static_cast<int>(g)));
+  }
   engine_.retire(kernel);
   return now_ticks();
 }

@@ -54,6 +54,8 @@ class SmArray : public sc_core::sc_module {
   void raise_flag(int flag, Tick t);
   /// Waits, in the calling thread, until the kernel completes; returns that time.
   Tick wait(int kernel);
+  /// The first block start of the kernel waited for last (kTickMax: it had no blocks).
+  Tick last_first_block_start() const { return last_first_start_; }
 
   /// Store issue rate of a kernel running on `sms` SMs, GB/s.
   double store_issue_gbps(int sms) const;
@@ -86,6 +88,7 @@ class SmArray : public sc_core::sc_module {
   std::multimap<int, std::pair<int, int>> flag_waiters_;    ///< flag -> (kernel, group)
   bool refreshing_ = false;
   std::uint64_t wakeups_ = 0;
+  Tick last_first_start_ = kTickMax;
 };
 
 }  // namespace moehub

@@ -109,15 +109,20 @@ const SourceStore& KernelStoreSource::head() {
   s.src_gpu = src_gpu_;
   s.dst_gpu = r.dst;
   s.row_id = r.row_id;
-  s.row_offset = offset_;
-  s.bytes = std::min(chunk_bytes_, r.bytes - offset_);
-  s.address = r.op == golden::Opcode::kStore || r.op == golden::Opcode::kFlagWrite ? r.address + offset_ : 0;
+  const std::uint32_t at = r.offset + offset_;
+  s.row_offset = at;
+  // a store ends at the next line boundary (of the row, or of the address)
+  const bool plain = r.op == golden::Opcode::kStore || r.op == golden::Opcode::kFlagWrite;
+  const auto pos = static_cast<std::uint32_t>(plain ? (r.address + offset_) % golden::kLineBytes : at % golden::kLineBytes);
+  const std::uint32_t line_left = golden::kLineBytes - pos;
+  s.bytes = std::min({chunk_bytes_, r.bytes - offset_, chunk_bytes_ <= golden::kLineBytes ? line_left : chunk_bytes_});
+  s.address = plain ? r.address + offset_ : 0;
   s.malloc_id = r.malloc_id;
   s.priority = r.priority;
-  s.mask = s.bytes <= golden::kLineBytes && offset_ % golden::kLineBytes + s.bytes <= golden::kLineBytes
-               ? golden::ByteMask::range(offset_ % golden::kLineBytes, s.bytes)
+  s.mask = s.bytes <= golden::kLineBytes && pos + s.bytes <= golden::kLineBytes
+               ? golden::ByteMask::range(pos, s.bytes)
                : golden::ByteMask::range(0, golden::kLineBytes);
-  s.tag = transfer_;
+  s.tag = r.tag ? r.tag : transfer_;
   head_.issue = std::max(clock_, r.ready) + transfer_ticks(s.bytes, issue_gbps_);
   head_valid_ = true;
   return head_;

@@ -23,6 +23,7 @@
 // fewer simulated transfers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -137,6 +138,8 @@ struct KernelRow {
   golden::Opcode op = golden::Opcode::kStore;
   bool priority = true;
   std::uint32_t malloc_id = 0;  ///< row stores: the consumer's region
+  std::uint32_t offset = 0;     ///< byte offset of the first byte within the row (a column of it)
+  std::uint64_t tag = 0;        ///< the platform's bookkeeping (0: the source's transfer)
 };
 
 /// The stores of a kernel that writes rows in its own order and at its own
@@ -149,6 +152,9 @@ class KernelStoreSource : public StoreSource {
  public:
   KernelStoreSource(std::int32_t src_gpu, std::uint64_t transfer, std::vector<KernelRow> rows, PacketFormat fmt,
                     std::uint32_t packets_per_transaction, double issue_gbps, Tick start, Tick sm_to_hub);
+  /// Stores of at most `bytes` (< a packet: a warp's store; row stores to
+  /// the packet manager must not cross a 128-byte line of their row).
+  void set_store_bytes(std::uint32_t bytes) { chunk_bytes_ = std::max<std::uint32_t>(1, bytes); }
   bool has_head() const override { return next_ < rows_.size(); }
   const SourceStore& head() override;
   void pop(Tick taken) override;

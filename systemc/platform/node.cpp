@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "common/sc_time_util.hpp"
+#include "golden/aau.hpp"
+#include "golden/address_centric.hpp"
 
 namespace moehub {
 
@@ -30,6 +32,13 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   address_map_ = std::make_unique<AddressMap>(G);
   scoreboard_ = std::make_unique<Scoreboard>(schedule_, G, PacketFormat::from(sys.nvlink), *address_map_);
   collectives_ = std::make_unique<Collectives>(schedule_, sys, *scoreboard_);
+  row_transfers_ = std::make_unique<RowTransfers>(schedule_, sys, *address_map_);
+  scoreboard_->set_row_sink(row_transfers_.get());
+  if (schedule_.hub.aau && sys.hub.implementation != "moehub") {
+    throw std::invalid_argument(sys.source_file + ": key 'hub.implementation': schedule '" + schedule_.name +
+                                "' needs the MoE-Hub units: must be 'moehub' (got '" + sys.hub.implementation +
+                                "'; moehub-sim --hub-impl moehub overrides it)");
+  }
 
   for (int p = 0; p < P; ++p) {
     switches_.push_back(
@@ -40,7 +49,19 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   std::vector<MemoryFlows*> hbm_ptrs;
   for (int g = 0; g < G; ++g) {
     const std::string gs = "gpu" + std::to_string(g);
-    hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, scoreboard_.get()));
+    golden::HubFunctions fn;
+    if (schedule_.hub.aau) {
+      // the units the schedule uses; the others are a plain FIFO write buffer
+      // and no completion signals
+      fn = golden::make_hub_functions("moehub", hub_params_from(sys, g));
+      if (!schedule_.hub.rpm) {
+        fn.egress = std::make_unique<golden::AddressCentricEgress>(static_cast<std::uint32_t>(sys.hub.write_buffer_entries));
+      }
+      if (!schedule_.hub.dam) fn.completion = std::make_unique<golden::NoCompletion>();
+    }
+    hubs_.push_back(std::make_unique<Hub>((gs + "_hub").c_str(), g, sys, scoreboard_.get(), std::move(fn)));
+    hubs_.back()->set_ready_listener(
+        [this, g](const golden::ReadySignal& rs, Tick t) { row_transfers_->on_ready(g, rs, t); });
     xbar_.push_back(std::make_unique<Crossbar>((gs + "_xbar").c_str(), sys.gpu.xbar_bw_gbps, sys.gpu.xbar_latency_ns));
     hbm_.push_back(std::make_unique<Hbm>((gs + "_hbm").c_str(), sys.gpu.hbm_bw_gbps * sys.gpu.memory_kernel_efficiency,
                                          sys.gpu.hbm_latency_ns, static_cast<std::uint32_t>(sys.sim.hbm_slice_bytes),
@@ -74,6 +95,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
     hubs_[static_cast<std::size_t>(g)]->set_egress_ports(std::move(egress));
   }
   collectives_->attach(hub_ptrs, sm_ptrs, hbm_ptrs);
+  row_transfers_->attach(hub_ptrs, sm_ptrs, hbm_ptrs);
 
   records_.resize(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
@@ -126,8 +148,27 @@ std::uint64_t Node::reorderings() const {
   return n;
 }
 
+std::string Node::fatal_error() const {
+  for (const auto& h : hubs_) {
+    if (!h->fatal_error().empty()) return h->fatal_error();
+  }
+  return {};
+}
+
+std::uint64_t Node::region_full_stalls() const {
+  std::uint64_t n = 0;
+  for (const auto& h : hubs_) {
+    if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&h->ingress_function())) {
+      n += a->stalled_writes();
+    }
+  }
+  return n;
+}
+
 std::vector<std::string> Node::verify() const {
   std::vector<std::string> errors = collectives_->verify();
+  const auto rows = row_transfers_->verify();
+  errors.insert(errors.end(), rows.begin(), rows.end());
   const auto sb = scoreboard_->verify();
   errors.insert(errors.end(), sb.begin(), sb.end());
   for (const auto& h : hubs_) {
@@ -230,7 +271,35 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
       KernelSpec k = sm.gemm_kernel(op.gemms, op.groups, op.first_sm, op.num_sms);
       k.name = op.name;
       std::vector<int> flags;
-      if (op.release != ReleaseKind::kLaunch) {
+      if (!op.regions.empty()) {
+        // one group per (shape, row of output tiles), released by its region's data
+        if (op.regions.size() != op.gemms.size() || op.release == ReleaseKind::kLaunch) {
+          throw std::invalid_argument(op.name + ": one region per GEMM shape and a signal or poll release expected");
+        }
+        const auto tiles = sm.compute().tiles(op.gemms);
+        const auto tm = static_cast<std::int64_t>(sys_.gpu.gemm_tile_m);
+        const auto tn = static_cast<std::int64_t>(sys_.gpu.gemm_tile_n);
+        const GroupRelease how = op.release == ReleaseKind::kPoll ? GroupRelease::kPoll : GroupRelease::kSignal;
+        k.groups.clear();
+        std::size_t next = 0;
+        for (std::size_t s = 0; s < op.gemms.size(); ++s) {
+          const GemmShape& sh = op.gemms[s];
+          if (sh.m <= 0 || sh.n <= 0 || sh.k <= 0) continue;
+          const std::int64_t mt = (sh.m + tm - 1) / tm, nt = (sh.n + tn - 1) / tn;
+          for (std::int64_t t = 0; t < mt; ++t) {
+            BlockGroup grp;
+            grp.release = how;
+            grp.blocks.assign(tiles.begin() + static_cast<std::ptrdiff_t>(next),
+                              tiles.begin() + static_cast<std::ptrdiff_t>(next + static_cast<std::size_t>(nt)));
+            next += static_cast<std::size_t>(nt);
+            k.groups.push_back(std::move(grp));
+            flags.push_back(how == GroupRelease::kSignal ? row_transfers_->dam_flag(op.regions[s], static_cast<int>(t))
+                                                         : row_transfers_->software_flag(op.row_transfer));
+          }
+        }
+        if (next != tiles.size()) throw std::logic_error(op.name + ": tiles and row groups disagree");
+        k.poll = {ns_to_ticks(op.poll.poll_interval_ns), ns_to_ticks(op.poll.poll_sm_ns), op.poll.poll_bytes};
+      } else if (op.release != ReleaseKind::kLaunch) {
         const GroupRelease how = op.release == ReleaseKind::kPoll ? GroupRelease::kPoll : GroupRelease::kSignal;
         for (std::size_t i = 0; i < k.groups.size(); ++i) {
           const int f = i < op.release_flags.size() ? op.release_flags[i] : -1;
@@ -242,7 +311,30 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
       r.kind = "gemm";
       r.flops = k.flops;
       r.bytes = k.hbm_bytes;
-      sm.wait(sm.launch(std::move(k), flags));
+      const int id = sm.launch(std::move(k), flags);
+      std::vector<int>().swap(flags);  // nothing of ours on this thread's heap while it waits
+      sm.wait(id);
+      r.first_block = sm.last_first_block_start();
+      break;
+    }
+    case OpKind::kRowspMalloc: {
+      r.kind = "rowsp_malloc";
+      row_transfers_->malloc_regions(g, op);
+      break;
+    }
+    case OpKind::kRowStores: {
+      r.kind = "row_stores";
+      Tick window = 0;
+      if (op.ready_window_bytes > 0) window = sm.compute().memory_bound(op.ready_window_bytes);
+      else if (!op.ready_window_gemms.empty()) window = sm.gemm(op.ready_window_gemms).compute_makespan;
+      const RowTransfer& t = schedule_.row_transfers.at(static_cast<std::size_t>(op.row_transfer));
+      double sent = 0;
+      for (const auto& row : t.rows[gi]) {
+        if (row.dst != g) sent += t.row_bytes + (row.region >= 0 ? t.source_info_bytes : 0);
+      }
+      r.bytes = sent;
+      row_transfers_->start(g, op, window);
+      sc_core::wait(row_transfers_->done_event(op.row_transfer, g));
       break;
     }
     case OpKind::kMemory: {

@@ -34,6 +34,7 @@
 #include "gpu/sm_array.hpp"
 #include "platform/address_map.hpp"
 #include "platform/collectives.hpp"
+#include "platform/row_transfers.hpp"
 #include "platform/scoreboard.hpp"
 #include "workload/schedule.hpp"
 
@@ -49,6 +50,7 @@ struct OpRecord {
   double flops = 0;
   double bytes = 0;
   int stream = 0;  ///< the GPU stream it ran on (host records: -1)
+  Tick first_block = kTickMax;  ///< GEMMs: when the first thread block started
 };
 
 struct GpuRecord {
@@ -67,6 +69,13 @@ class Node : public sc_core::sc_module {
 
   const std::vector<GpuRecord>& records() const { return records_; }
   const Collectives& collectives() const { return *collectives_; }
+  const RowTransfers& row_transfers() const { return *row_transfers_; }
+  const Schedule& schedule() const { return schedule_; }
+  /// A condition that ended the run early (empty if none), e.g. a full rowsp
+  /// region under hub.region_full: error.
+  std::string fatal_error() const;
+  /// Writes the hubs refused because a rowsp region was full (stall policy).
+  std::uint64_t region_full_stalls() const;
   const Scoreboard& scoreboard() const { return *scoreboard_; }
   const AddressMap& address_map() const { return *address_map_; }
   int num_gpus() const { return sys_.num_gpus; }
@@ -114,6 +123,7 @@ class Node : public sc_core::sc_module {
   std::unique_ptr<AddressMap> address_map_;
   std::unique_ptr<Scoreboard> scoreboard_;
   std::unique_ptr<Collectives> collectives_;
+  std::unique_ptr<RowTransfers> row_transfers_;
   std::vector<GpuRecord> records_;
   std::vector<std::unique_ptr<GpuRun>> runs_;
   StatsRegistry stats_;

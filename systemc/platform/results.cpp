@@ -5,6 +5,9 @@
 #include <map>
 
 #include "common/sc_time_util.hpp"
+#include "golden/aau.hpp"
+#include "golden/dam.hpp"
+#include "golden/rpm.hpp"
 #include "platform/node.hpp"
 
 namespace moehub {
@@ -12,6 +15,124 @@ namespace moehub {
 namespace {
 
 double us(Tick t) { return ticks_to_us(t); }
+
+/// Per GPU, from the start of the routing's top-k kernel (when the first
+/// token's expert is known) to the first thread block of the first expert
+/// GEMM; null where a GPU has no such ops.
+nlohmann::ordered_json routing_to_gemm1(const Node& node) {
+  using J = nlohmann::ordered_json;
+  J per = J::array(), per_end = J::array();
+  double sum = 0, mx = 0, sum_end = 0;
+  int n = 0;
+  for (const auto& rec : node.records()) {
+    Tick routed = kTickMax, first = kTickMax, end = 0;
+    for (const auto& r : rec.stream) {
+      if (r.name == "router_softmax_topk") routed = std::min(routed, r.start);
+      if (r.name == "expert_gemm1") {
+        first = std::min(first, r.first_block);
+        end = std::max(end, r.end);
+      }
+    }
+    if (routed == kTickMax || first == kTickMax || first < routed) {
+      per.push_back(nullptr);
+      per_end.push_back(nullptr);
+      continue;
+    }
+    const double w = us(first - routed);
+    per.push_back(w);
+    per_end.push_back(us(end - routed));
+    sum += w;
+    sum_end += us(end - routed);
+    mx = std::max(mx, w);
+    ++n;
+  }
+  J j;
+  j["per_gpu_us"] = per;
+  j["mean_us"] = n ? sum / n : 0.0;
+  j["max_us"] = mx;
+  // to the end of GEMM1 (the window with GEMM1's own data-paced tiles)
+  j["end_per_gpu_us"] = per_end;
+  j["end_mean_us"] = n ? sum_end / n : 0.0;
+  return j;
+}
+
+/// The MoE-Hub units' counters summed over the hubs, and the row regions.
+nlohmann::ordered_json moehub_stats(const Node& node) {
+  using J = nlohmann::ordered_json;
+  golden::RatStats rat;
+  golden::RpmStats rpm;
+  golden::DamStats dam;
+  bool has_aau = false, has_rpm = false, has_dam = false;
+  std::uint64_t congestion = 0, local = 0, local_delays = 0;
+  for (int g = 0; g < node.num_gpus(); ++g) {
+    const Hub& h = node.hub(g);
+    congestion += h.congestion_events();
+    local += h.local_stores();
+    local_delays += h.local_store_delays();
+    if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&h.ingress_function())) {
+      has_aau = true;
+      const auto& s = a->rat().stats();
+      rat.hits += s.hits;
+      rat.misses += s.misses;
+      rat.allocations += s.allocations;
+      rat.restores += s.restores;
+      rat.evictions += s.evictions;
+      rat.spills += s.spills;
+      rat.bank_conflicts += s.bank_conflicts;
+      rat.conflict_cycles += s.conflict_cycles;
+      rat.stalls += s.stalls;
+    }
+    if (const auto* r = dynamic_cast<const golden::RuntimePacketManager*>(&h.egress_function())) {
+      has_rpm = true;
+      const auto& s = r->stats();
+      rpm.stores_accepted += s.stores_accepted;
+      rpm.stores_merged += s.stores_merged;
+      rpm.stores_sent += s.stores_sent;
+      rpm.packets_sent += s.packets_sent;
+      rpm.bytes_sent += s.bytes_sent;
+      rpm.full_packets += s.full_packets;
+      rpm.timer_flushes += s.timer_flushes;
+      rpm.pressure_flushes += s.pressure_flushes;
+      for (std::size_t i = 0; i < s.packet_flits.size(); ++i) rpm.packet_flits[i] += s.packet_flits[i];
+    }
+    if (const auto* d = dynamic_cast<const golden::DataAvailabilityManager*>(&h.completion_function())) {
+      has_dam = true;
+      const auto& s = d->stats();
+      dam.completions += s.completions;
+      dam.unmatched_completions += s.unmatched_completions;
+      dam.counted_bytes += s.counted_bytes;
+      dam.groups_released += s.groups_released;
+      dam.groups_retired += s.groups_retired;
+      dam.all_ready += s.all_ready;
+    }
+  }
+  J j;
+  j["units"] = {{"aau", has_aau}, {"rpm", has_rpm}, {"dam", has_dam}};
+  if (has_aau) {
+    j["rat"] = {{"hits", rat.hits}, {"misses", rat.misses}, {"allocations", rat.allocations},
+                {"evictions", rat.evictions}, {"spills", rat.spills}, {"restores", rat.restores},
+                {"bank_conflicts", rat.bank_conflicts}, {"conflict_cycles", rat.conflict_cycles},
+                {"stalls", rat.stalls}};
+  }
+  if (has_rpm) {
+    J hist = J::array();
+    for (const auto x : rpm.packet_flits) hist.push_back(x);
+    j["rpm"] = {{"stores_accepted", rpm.stores_accepted}, {"stores_merged", rpm.stores_merged},
+                {"packets_sent", rpm.packets_sent}, {"bytes_sent", rpm.bytes_sent},
+                {"merge_ratio", rpm.merge_ratio()}, {"full_packets", rpm.full_packets},
+                {"timer_flushes", rpm.timer_flushes}, {"pressure_flushes", rpm.pressure_flushes},
+                {"packet_payload_flits_histogram", hist}};
+  }
+  if (has_dam) {
+    j["dam"] = {{"completions", dam.completions}, {"unmatched_completions", dam.unmatched_completions},
+                {"counted_bytes", dam.counted_bytes}, {"groups_released", dam.groups_released},
+                {"groups_retired", dam.groups_retired}, {"all_ready", dam.all_ready}};
+  }
+  j["hub"] = {{"peer_congestion_events", congestion}, {"local_row_stores", local},
+              {"local_row_stores_delayed", local_delays}};
+  j["row_transfers"] = node.row_transfers().stats();
+  return j;
+}
 
 }  // namespace
 
@@ -178,8 +299,8 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
   tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
   tj["local_copy_bytes"] = t.local_bytes;
-  tj["data_packets"] = t.data_packets;
-  tj["rows_delivered"] = t.rows_delivered;
+  tj["data_packets"] = t.data_packets + node.row_transfers().packets_delivered();
+  tj["rows_delivered"] = t.rows_delivered + node.row_transfers().rows_delivered();
   tj["wrong_addresses"] = t.wrong_addresses;
   tj["responses_before_write"] = t.early_responses;
   tj["arrival_reorderings"] = node.reorderings();
@@ -212,6 +333,8 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   checks["passed"] = errors.empty();
   checks["errors"] = errors;
   j["checks"] = checks;
+  j["routing_to_gemm1"] = routing_to_gemm1(node);
+  if (node.schedule().hub.aau) j["moehub"] = moehub_stats(node);
   j["stats"] = node.stats().to_json();
   return j;
 }

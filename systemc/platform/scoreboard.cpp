@@ -53,6 +53,10 @@ void Scoreboard::local_copy(int c, int g) {
 void Scoreboard::count_sent(int c, int, double bytes) { transfers_[static_cast<std::size_t>(c)].sent += bytes; }
 
 void Scoreboard::on_delivered(const MoePacketExt& w, Tick t) {
+  if (row_sink_ && static_cast<std::size_t>(w.transfer) >= transfers_.size()) {
+    row_sink_->on_delivered(w, t);
+    return;
+  }
   Transfer& s = transfers_[static_cast<std::size_t>(w.transfer)];
   const std::int64_t id = w.store.row_id;
   const auto row = static_cast<std::size_t>(id);
@@ -74,6 +78,10 @@ void Scoreboard::on_delivered(const MoePacketExt& w, Tick t) {
 }
 
 void Scoreboard::on_acknowledged(const MoePacketExt& r, Tick t) {
+  if (row_sink_ && static_cast<std::size_t>(r.transfer) >= transfers_.size()) {
+    row_sink_->on_acknowledged(r, t);
+    return;
+  }
   Transfer& s = transfers_[static_cast<std::size_t>(r.transfer)];
   if (r.sent < r.written) ++s.early_responses;
   PerGpu& p = s.gpus[static_cast<std::size_t>(r.dst_gpu)];

@@ -37,6 +37,10 @@ class Scoreboard : public TrafficSink {
   /// Bytes GPU g sends over the fabric in transfer c.
   void count_sent(int c, int g, double bytes);
 
+  /// Where the writes of the MoE-Hub row transfers (tags from
+  /// RowTransfers::kTagBase on) are reported instead.
+  void set_row_sink(TrafficSink* sink) { row_sink_ = sink; }
+
   void on_delivered(const MoePacketExt& write, Tick t) override;
   void on_acknowledged(const MoePacketExt& response, Tick t) override;
 
@@ -80,6 +84,7 @@ class Scoreboard : public TrafficSink {
   PacketFormat fmt_;
   std::vector<Transfer> transfers_;
   std::function<void(int, int)> progress_;
+  TrafficSink* row_sink_ = nullptr;
 };
 
 }  // namespace moehub

@@ -47,6 +47,11 @@ RunOutput simulate(const RunRequest& req) {
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
   Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
+  if (schedule.hub.aau && req.system.hub.implementation != "moehub") {
+    throw std::invalid_argument(req.system.source_file + ": key 'hub.implementation': schedule '" + schedule.name +
+                                "' needs the MoE-Hub units: must be 'moehub' (got '" +
+                                req.system.hub.implementation + "'; moehub-sim --hub-impl moehub overrides it)");
+  }
   auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));
   const auto t0 = std::chrono::steady_clock::now();
   if (req.progress) {
@@ -67,6 +72,7 @@ RunOutput simulate(const RunRequest& req) {
       if (wall_s > kLongSliceS && slice > base) slice /= 2;
       const Node::Progress p = node->progress();
       req.progress(p.done, p.total);
+      if (!node->fatal_error().empty()) break;  // the run was stopped (sc_stop)
     } while (sc_core::sc_pending_activity());
   } else {
     // times too long for any run saturate at kTickNever (units.hpp), past the
@@ -77,6 +83,13 @@ RunOutput simulate(const RunRequest& req) {
   bool finished = true;
   for (const auto& r : node->records()) finished = finished && r.finished;
   RunOutput out;
+  if (!node->fatal_error().empty()) {
+    // as for the time limit below: the node stays, its threads suspended
+    out.fatal = true;
+    out.fatal_message = node->fatal_error();
+    abandoned_node = node.release();
+    return out;
+  }
   if (!finished && sc_core::sc_pending_activity()) {
     // SystemC cannot unwind the threads that did not finish: the node is kept
     // rather than destroyed under their suspended stacks, and the outcome is
@@ -86,6 +99,11 @@ RunOutput simulate(const RunRequest& req) {
     abandoned_node = node.release();
     out.time_limit_exceeded = true;
     out.time_limit_message = time_limit_message(req);
+    if (const std::uint64_t stalls = abandoned_node->region_full_stalls()) {
+      out.time_limit_message += "; the hubs refused " + std::to_string(stalls) +
+                                " row writes because their rowsp region was full (hub.region_full: stall): "
+                                "the regions are too small for the routing";
+    }
     return out;
   }
 
@@ -100,7 +118,7 @@ RunOutput simulate(const RunRequest& req) {
   if (req.timeline) out.timeline = make_timeline(*node, req);
   out.wall_seconds = std::chrono::duration<double>(t1 - t0).count();
   out.fabric_transactions = node->fabric_transactions();
-  out.fabric_packets = node->scoreboard().totals().data_packets;
+  out.fabric_packets = node->scoreboard().totals().data_packets + node->row_transfers().packets_delivered();
   for (int g = 0; g < node->num_gpus(); ++g) {
     for (int p = 0; p < node->planes(); ++p) out.fabric_all_packets += node->uplink(g, p).packets();
   }

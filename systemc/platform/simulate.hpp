@@ -64,6 +64,11 @@ struct RunOutput {
   /// whose SystemC threads stay suspended, see simulate.cpp.)
   bool time_limit_exceeded = false;
   std::string time_limit_message;
+  /// The run ended early on a condition of its inputs (a full rowsp region
+  /// under hub.region_full: error): nothing else of this output is set and
+  /// `fatal_message` names it (moehub-sim exits with status 2).
+  bool fatal = false;
+  std::string fatal_message;
 };
 
 /// The process's peak resident memory so far (getrusage ru_maxrss), in bytes.

@@ -32,8 +32,10 @@ Schedule build_ideal(const ModelConfig& m, const Routing& r, const ExpertPlaceme
   return s;
 }
 
-std::vector<std::string> schedule_names() { return {"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token",
-          "fastermoe", "tutel", "comet", "ccfuser"}; }
+std::vector<std::string> schedule_names() {
+  return {"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token", "fastermoe",
+          "tutel", "comet", "ccfuser", "moehub", "moehub-base", "moehub-pkt", "moehub-dep"};
+}
 
 Schedule build_schedule(const std::string& name, const ModelConfig& model, const Routing& routing,
                         const ExpertPlacement& placement, const ScheduleOptions& opt) {
@@ -47,8 +49,10 @@ Schedule build_schedule(const std::string& name, const ModelConfig& model, const
   if (name == "tutel") return build_tutel(model, routing, placement, opt);
   if (name == "comet") return build_comet(model, routing, placement, opt);
   if (name == "ccfuser") return build_ccfuser(model, routing, placement, opt);
-  throw std::invalid_argument("unknown schedule '" + name +
-                              "' (allowed: megatron, megatron-train, ideal, a2a-uniform, ring-expert, ring-token, fastermoe, tutel, comet, ccfuser)");
+  if (name.rfind("moehub", 0) == 0) return build_moehub(model, routing, placement, opt, name);
+  std::string allowed;
+  for (const auto& n : schedule_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown schedule '" + name + "' (allowed: " + allowed + ")");
 }
 
 }  // namespace moehub

@@ -115,6 +115,17 @@ struct ScheduleOptions {
   int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
   /// Polling loops of kernels whose groups wait for a flag.
   PollParams poll;
+  /// moehub*: rows a rowspMalloc region holds (0: every token of the job,
+  /// the conservative static size: an expert receives each token at most once).
+  std::int64_t rowsp_region_rows = 0;
+  /// moehub*: bytes of one remote store of the routing kernel's threads
+  /// (assumption: a warp stores 128 contiguous bytes, one NVLink packet; at
+  /// most 128, the packet manager's line).
+  int rowsp_store_bytes = 128;
+  /// moehub*: bytes of a row's source-information column, written by a
+  /// st.rowsp.nop (assumption: source GPU, token index and top-k slot in one
+  /// 16-byte flit).
+  int source_info_bytes = 16;
   /// megatron / megatron-train: kernels per phase of the real dispatcher.
   MegatronProfile megatron;
   /// fastermoe, tutel, comet, ccfuser.
@@ -133,6 +144,8 @@ enum class OpKind {
   kMemory,     ///< streaming kernel bounded by HBM bandwidth
   kAllToAll,   ///< collective: remote stores through hub, NVLink, NVSwitch
   kHostSync,   ///< host waits for the stream (device-to-host copy + synchronise)
+  kRowStores,  ///< a kernel's row stores (st.rowsp or st) at per-row ready times (Schedule::row_transfers)
+  kRowspMalloc,  ///< host MMIO: registers this GPU's rowsp regions (Op::regions) with its hub
 };
 
 struct Op {
@@ -168,6 +181,58 @@ struct Op {
   /// "group g of kernel B starts when op A finishes" is A.sets_flag = f,
   /// B.release_flags[g] = f.
   int sets_flag = -1;
+  /// kRowStores: index into Schedule::row_transfers (this GPU's rows of it).
+  /// kGemm released by region data: the transfer whose rows it waits for.
+  int row_transfer = -1;
+  /// kRowspMalloc: the regions (indices into Schedule::regions) it registers.
+  /// kGemm: per shape the region holding that shape's input rows; non-empty
+  /// makes one thread-block group per (shape, row of output tiles), released
+  /// by the region's data: kSignal by the hub's DAM Ready signals, kPoll by
+  /// a software flag the producers write once all their rows are acknowledged.
+  std::vector<int> regions;
+  /// kRowStores: the rows become ready (RowStore::ready_frac) over the time
+  /// of a streaming kernel of this many bytes from the op's start ...
+  double ready_window_bytes = 0;
+  /// ... or over the compute makespan of this grouped GEMM.
+  std::vector<GemmShape> ready_window_gemms;
+};
+
+/// A region of rows a consumer GPU registers with rowspMalloc: the target of
+/// st.rowsp stores, addressed by (MallocID, RowID, RowOffset).
+struct RowRegion {
+  int gpu = 0;                     ///< the consumer
+  int expert = -1;                 ///< the local expert whose input rows it holds
+  std::uint32_t row_bytes = 0;     ///< a row: the token's hidden vector plus its source-information column
+  std::int64_t capacity_rows = 0;  ///< rows the region can hold
+  std::int64_t expected_rows = 0;  ///< rows the routing sends it (the DAM's total)
+};
+
+/// One row a kernel stores.
+struct RowStore {
+  int dst = 0;
+  /// st.rowsp: the RowID (unique within its region); st: the row's id (unique in the transfer)
+  std::int64_t row_id = 0;
+  int region = -1;             ///< st.rowsp: index into Schedule::regions; -1: plain st
+  std::int64_t slot = 0;       ///< st: the row's slot in the destination's receive buffer
+  double ready_frac = 0;       ///< when the kernel has the row: a fraction of its op's ready window, in [0, 1]
+};
+
+/// Rows stored by one kernel on every GPU (a dispatch or a combine).
+struct RowTransfer {
+  std::string name;
+  std::uint32_t row_bytes = 0;         ///< data bytes of a row
+  std::uint32_t source_info_bytes = 0; ///< st.rowsp: plus a .nop store of the source column (0: none)
+  std::uint32_t store_bytes = 128;     ///< bytes per store (<= 128)
+  int sms = 1;                         ///< SMs issuing the stores (store rate)
+  std::vector<std::vector<RowStore>> rows;  ///< per source GPU, in the kernel's order
+};
+
+/// Which MoE-Hub units a schedule uses (it needs hub.implementation: moehub
+/// when `aau` is set).
+struct HubUse {
+  bool aau = false;  ///< st.rowsp through the Address Allocation Unit
+  bool rpm = false;  ///< Runtime Packet Manager at egress (else a plain FIFO write buffer)
+  bool dam = false;  ///< Data Availability Manager signals the consumer GEMM (else nothing)
 };
 
 /// One all-to-all: which rows go from every GPU to every other.
@@ -189,6 +254,9 @@ struct Schedule {
   std::string name;
   std::vector<std::vector<Op>> ops;  ///< per GPU
   std::vector<AllToAll> collectives;
+  std::vector<RowTransfer> row_transfers;
+  std::vector<RowRegion> regions;
+  HubUse hub;
 };
 
 /// Megatron-Core's non-overlapped expert parallelism (routing, permute, count
@@ -214,6 +282,11 @@ Schedule build_a2a_uniform(const ModelConfig& model, const Routing& routing,
 Schedule build_ring(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
                     const ScheduleOptions& opt, bool token_routing);
 
+/// MoE-Hub (moehub.cpp): `variant` is "moehub" (full), "moehub-base"
+/// (destination-agnostic stores, polling, plain egress), "moehub-pkt" (+ the
+/// packet manager) or "moehub-dep" (+ the DAM's signals, no polling).
+Schedule build_moehub(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,
+                      const ScheduleOptions& opt, const std::string& variant);
 /// FasterMoE: the dispatch split into G pairwise exchanges, each step's expert
 /// GEMMs overlapping the next step's exchange (fastermoe.cpp).
 Schedule build_fastermoe(const ModelConfig& model, const Routing& routing, const ExpertPlacement& placement,

@@ -641,7 +641,7 @@ TEST_F(ConfigFiles, ResolveByNameAndByPath) {
 TEST_F(ConfigFiles, ResolveUnknownNameListsTheAvailableOnes) {
   const ConfigError e = expect_config_error([] { resolve_config_path("dgx-h900", "systems"); });
   EXPECT_EQ(e.file(), "dgx-h900");
-  EXPECT_TRUE(contains(e.message(), "available: dgx-h100, dgx-h800, hgx-h200")) << e.what();
+  EXPECT_TRUE(contains(e.message(), "available: dgx-h100, dgx-h800, h200-megatron, hgx-h200")) << e.what();
 
   const ConfigError m = expect_config_error([] { resolve_config_path("mixtral", "models"); });
   EXPECT_TRUE(contains(m.message(), "mixtral-8x7b")) << m.what();

@@ -71,6 +71,19 @@ std::vector<std::pair<const char*, double>> fields(const moehub::SystemConfig& s
           {"host.collective_setup_us", s.host.collective_setup_us},
           {"hub.clock_ghz", s.hub.clock_ghz},
           {"hub.write_buffer_entries", s.hub.write_buffer_entries},
+          {"hub.rat_entries", s.hub.rat_entries},
+          {"hub.rat_banks", s.hub.rat_banks},
+          {"hub.rat_ports_per_bank", s.hub.rat_ports_per_bank},
+          {"hub.rat_lookup_cycles", s.hub.rat_lookup_cycles},
+          {"hub.rat_restore_cycles", s.hub.rat_restore_cycles},
+          {"hub.rat_spill_entry_bytes", s.hub.rat_spill_entry_bytes},
+          {"hub.apt_regions", s.hub.apt_regions},
+          {"hub.apt_alloc_cycles", s.hub.apt_alloc_cycles},
+          {"hub.region_full_retry_cycles", s.hub.region_full_retry_cycles},
+          {"hub.rpm_entries_per_peer", s.hub.rpm_entries_per_peer},
+          {"hub.rpm_timer_cycles", s.hub.rpm_timer_cycles},
+          {"hub.rpm_pick_cycles", s.hub.rpm_pick_cycles},
+          {"hub.dam_ready_latency_ns", s.hub.dam_ready_latency_ns},
           {"sim.sync_quantum_ns", s.sim.sync_quantum_ns},
           {"sim.timeline_bin_us", s.sim.timeline_bin_us},
           {"sim.hbm_slice_bytes", s.sim.hbm_slice_bytes}};
@@ -91,6 +104,7 @@ void check_system(const moehub::SystemConfig& s) {
     violation("credits_flits below one maximum packet");
   }
   if (s.name.empty() || s.gpu.name.empty()) violation("empty name");
+  if (s.hub.rat_entries % s.hub.rat_banks != 0) violation("rat_entries is not a multiple of rat_banks");
 }
 
 void check_model(const moehub::ModelConfig& m) {

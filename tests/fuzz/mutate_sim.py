@@ -37,7 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SEEDS = os.path.join(HERE, "corpus", "sim")
-SCHEDULES = ["megatron", "ideal", "a2a-uniform", "ring-expert", "ring-token"]
+SCHEDULES = ["megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token", "fastermoe",
+             "tutel", "comet", "ccfuser", "moehub", "moehub-base", "moehub-pkt", "moehub-dep"]
 SANITIZER_MARKS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "UndefinedBehaviorSanitizer", "==ERROR:"]
 TIME_LIMIT_MARK = "simulated-time limit"
@@ -447,7 +448,10 @@ def run_case(args, case):
     # copies: a mutated command line may name a config as its --results
     system = shutil.copy(os.path.join(SEEDS, "system-2gpu.yaml"), os.path.join(work, "base-system.yaml"))
     model = shutil.copy(os.path.join(SEEDS, "model-4experts.yaml"), os.path.join(work, "base-model.yaml"))
-    cmd_args = ["--system", system, "--model", model, "--schedule", rng.choice(SCHEDULES)] + BASE_ARGS
+    schedule = rng.choice(SCHEDULES)
+    cmd_args = ["--system", system, "--model", model, "--schedule", schedule] + BASE_ARGS
+    if schedule.startswith("moehub"):
+        cmd_args += ["--hub-impl", "moehub"]  # the MoE-Hub schedules need the MoE-Hub units in the hub
     inputs = []
     if case.kind == "config":
         which = "system" if rng.random() < 0.7 else "model"

@@ -309,6 +309,26 @@ TEST(Cli, MalformedSystemConfigsExitWithStatus2) {
   }
 }
 
+TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
+  // region_full: error and regions of 8 rows: the first region that fills ends the run
+  const fs::path d = temp_dir("region");
+  const fs::path cfg = edited_config(d, "systems", "dgx-h800", "  region_full: stall", "  region_full: error");
+  const Result r = run(kSmall + "--schedule moehub --hub-impl moehub --region-rows 8 --system " + cfg.string() +
+                           " --out-dir " + d.string(),
+                       d);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("is full: all 8 rows allocated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hub.region_full: error"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "results.json")) << "partial output written";
+}
+
+TEST(Cli, MoeHubScheduleNeedsTheMoeHubImplementation) {
+  const fs::path d = temp_dir("hubimpl");
+  const Result r = run(kSmall + "--schedule moehub-base --out-dir " + d.string(), d);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("hub.implementation"), std::string::npos) << r.err;
+}
+
 TEST(Cli, TopKLargerThanExpertsIsRejected) {
   const fs::path d = temp_dir("topk");
   const fs::path cfg = edited_config(d, "models", "mixtral-8x7b", "top_k: 2", "top_k: 9");
@@ -326,6 +346,10 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
       {"--tokens many", "--tokens"},
       {"--comm-sms 0", "--comm-sms"},
       {"--schedule a2a-uniform --repeat 0", "--repeat"},
+      {"--hub-impl rtl", "--hub-impl"},
+      {"--schedule moehub --hub-impl moehub --store-bytes 0", "--store-bytes"},
+      {"--schedule moehub --hub-impl moehub --store-bytes 129", "--store-bytes"},
+      {"--schedule moehub --hub-impl moehub --region-rows -1", "--region-rows"},
   };
   int i = 0;
   for (const auto& [args, key] : cases) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "common/config_loader.hpp"
@@ -147,7 +148,61 @@ TEST(Schedules, UnknownNameIsRejected) {
   EXPECT_THROW(build_schedule("fastest", s.model, s.routing, s.placement, {}), std::invalid_argument);
   EXPECT_EQ(schedule_names(),
             (std::vector<std::string>{"megatron", "megatron-train", "ideal", "a2a-uniform", "ring-expert", "ring-token",
-                                      "fastermoe", "tutel", "comet", "ccfuser"}));
+                                      "fastermoe", "tutel", "comet", "ccfuser", "moehub", "moehub-base", "moehub-pkt",
+                                      "moehub-dep"}));
+  EXPECT_THROW(build_schedule("moehub-fast", s.model, s.routing, s.placement, {}), std::invalid_argument);
+}
+
+// MoE-Hub: every (token, slot) pair is stored once with st.rowsp into the
+// region of its expert on the expert's GPU (RowIDs unique per region), and
+// comes home once with a plain store to its slot; GEMM1 waits for the data.
+TEST(Schedules, MoeHubStoresEveryPairOnceEachWay) {
+  const Workload s = make("qwen1.5-moe-a2.7b", 999, 8, 0.02);  // 60 experts on 8 GPUs: uneven placement
+  for (const std::string v : {"moehub", "moehub-base", "moehub-pkt", "moehub-dep"}) {
+    SCOPED_TRACE(v);
+    const Schedule m = build_schedule(v, s.model, s.routing, s.placement, {});
+    EXPECT_TRUE(m.hub.aau);
+    EXPECT_EQ(m.hub.rpm, v == "moehub" || v == "moehub-pkt");
+    EXPECT_EQ(m.hub.dam, v == "moehub" || v == "moehub-dep");
+    ASSERT_EQ(m.regions.size(), static_cast<std::size_t>(s.model.num_experts));
+    ASSERT_EQ(m.row_transfers.size(), 2u);
+    const auto load = s.routing.expert_load();
+    std::vector<std::int64_t> seen(m.regions.size(), 0);
+    std::set<std::pair<int, std::int64_t>> ids;
+    for (std::size_t src = 0; src < 8; ++src) {
+      double last = 0;
+      for (const RowStore& r : m.row_transfers[0].rows[src]) {
+        ASSERT_GE(r.region, 0);
+        const RowRegion& rg = m.regions[static_cast<std::size_t>(r.region)];
+        EXPECT_EQ(rg.gpu, r.dst);
+        EXPECT_EQ(s.placement.owner[static_cast<std::size_t>(rg.expert)], r.dst);
+        EXPECT_TRUE(ids.insert({r.region, r.row_id}).second) << "RowID twice in a region";
+        EXPECT_GE(r.ready_frac, last);  // token order: ready as the routing proceeds
+        last = r.ready_frac;
+        ++seen[static_cast<std::size_t>(r.region)];
+      }
+    }
+    for (std::size_t e = 0; e < m.regions.size(); ++e) {
+      EXPECT_EQ(seen[e], load[m.regions[e].expert]);
+      EXPECT_EQ(m.regions[e].expected_rows, load[m.regions[e].expert]);
+      EXPECT_GE(m.regions[e].capacity_rows, m.regions[e].expected_rows);
+    }
+    std::int64_t back = 0;
+    for (std::size_t src = 0; src < 8; ++src) {
+      for (const RowStore& r : m.row_transfers[1].rows[src]) {
+        EXPECT_EQ(r.region, -1);
+        ++back;
+      }
+    }
+    EXPECT_EQ(back, s.routing.total_tokens() * s.model.top_k);
+    for (const auto& ops : m.ops) {
+      ASSERT_EQ(ops.front().kind, OpKind::kRowspMalloc);
+      const auto g1 = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "expert_gemm1"; });
+      ASSERT_NE(g1, ops.end());
+      EXPECT_EQ(g1->release, m.hub.dam ? ReleaseKind::kSignal : ReleaseKind::kPoll);
+      EXPECT_EQ(g1->regions.size(), g1->gemms.size());
+    }
+  }
 }
 
 // Over one pass, a ring computes every token-expert pair exactly once, and its

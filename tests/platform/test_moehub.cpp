@@ -1,0 +1,198 @@
+// The MoE-Hub schedules on the platform: every variant passes the run's
+// self-checks on a small job, and the stress cases end with defined
+// behaviour (no deadlock): a RAT of 16 entries, all tokens to one expert,
+// empty experts, a region one row too small (error), a pool of one entry.
+// Each test runs one simulation (SystemC elaborates once per process; CTest
+// runs every test in a process of its own).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/config_loader.hpp"
+#include "platform/simulate.hpp"
+
+namespace moehub {
+namespace {
+
+RunRequest request(const std::string& schedule, std::int64_t tokens) {
+  RunRequest req;
+  req.system = load_system_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/systems/dgx-h800.yaml");
+  req.system.hub.implementation = "moehub";
+  req.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
+  // small expert GEMMs keep the runs short; the traffic keeps its row size
+  req.model.expert_ffn_size = 512;
+  req.workload.tokens = tokens;
+  req.workload.seed = 3;
+  req.schedule = schedule;
+  req.timeline = false;
+  return req;
+}
+
+/// Every token on every GPU routed to the experts `pick(token)` (top_k of them).
+Routing fixed_routing(const ModelConfig& m, int gpus, std::int64_t tokens,
+                      const std::vector<std::int32_t>& experts) {
+  Routing r;
+  r.num_gpus = gpus;
+  r.num_experts = m.num_experts;
+  r.top_k = static_cast<int>(experts.size());
+  for (int g = 0; g < gpus; ++g) {
+    const std::int64_t t = tokens / gpus + (g < tokens % gpus ? 1 : 0);
+    r.tokens_per_gpu.push_back(t);
+    std::vector<std::int32_t> ids;
+    std::vector<float> w;
+    for (std::int64_t i = 0; i < t; ++i) {
+      for (const auto e : experts) {
+        ids.push_back(e);
+        w.push_back(1.0f / static_cast<float>(experts.size()));
+      }
+    }
+    r.expert_ids.push_back(ids);
+    r.gate_weights.push_back(w);
+  }
+  return r;
+}
+
+std::int64_t sum_groups(const std::vector<std::int64_t>& load, int tile_m) {
+  std::int64_t n = 0;
+  for (const auto l : load) n += (l + tile_m - 1) / tile_m;
+  return n;
+}
+
+void expect_passed(const RunOutput& out) {
+  ASSERT_FALSE(out.time_limit_exceeded) << out.time_limit_message;
+  ASSERT_FALSE(out.fatal) << out.fatal_message;
+  EXPECT_TRUE(out.check_errors.empty()) << (out.check_errors.empty() ? "" : out.check_errors.front());
+  EXPECT_TRUE(out.results.at("checks").at("passed").get<bool>());
+}
+
+class Variant : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Variant, SmallJobPassesTheSelfChecks) {
+  const std::string name = GetParam();
+  RunRequest req = request(name, 512);
+  const Routing routing = generate_routing(req.model, req.workload, req.system.num_gpus);
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& mh = out.results.at("moehub");
+  const bool rpm = name == "moehub" || name == "moehub-pkt";
+  const bool dam = name == "moehub" || name == "moehub-dep";
+  EXPECT_TRUE(mh.at("units").at("aau").get<bool>());
+  EXPECT_EQ(mh.at("units").at("rpm").get<bool>(), rpm);
+  EXPECT_EQ(mh.at("units").at("dam").get<bool>(), dam);
+  const std::int64_t pairs = routing.total_tokens() * routing.top_k;
+  // every dispatched pair got exactly one LocalRowID; dispatch and combine rows all arrived
+  EXPECT_EQ(mh.at("rat").at("allocations").get<std::int64_t>(), pairs);
+  EXPECT_EQ(mh.at("row_transfers").at("rows_delivered").get<std::int64_t>(), 2 * pairs);
+  const std::int64_t groups = sum_groups(routing.expert_load(), req.system.gpu.gemm_tile_m);
+  EXPECT_EQ(mh.at("row_transfers").at("dam_group_releases").get<std::int64_t>(), dam ? groups : 0);
+  if (dam) {
+    EXPECT_EQ(mh.at("dam").at("groups_released").get<std::int64_t>(), groups);
+    EXPECT_EQ(mh.at("dam").at("all_ready").get<int>(), req.model.num_experts);
+  }
+  if (rpm) {
+    EXPECT_GT(mh.at("rpm").at("packets_sent").get<std::int64_t>(), 0);
+  }
+  // the expert GEMM starts after the routing, and the window is reported for every GPU
+  for (const auto& w : out.results.at("routing_to_gemm1").at("per_gpu_us")) EXPECT_GT(w.get<double>(), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeHub, Variant, ::testing::Values("moehub", "moehub-base", "moehub-pkt", "moehub-dep"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           std::string n = p.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(MoeHubStress, RatOf16EntriesEvictsAndRestores) {
+  RunRequest req = request("moehub", 512);
+  req.system.hub.rat_entries = 16;
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& rat = out.results.at("moehub").at("rat");
+  EXPECT_GT(rat.at("evictions").get<std::int64_t>(), 0);
+  EXPECT_GT(rat.at("restores").get<std::int64_t>(), 0);
+  EXPECT_EQ(rat.at("allocations").get<std::int64_t>(), 512 * 2);
+}
+
+TEST(MoeHubStress, AllTokensToOneExpert) {
+  RunRequest req = request("moehub", 256);
+  req.model.top_k = 1;
+  req.routing = fixed_routing(req.model, req.system.num_gpus, 256, {5});
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& regions = out.results.at("moehub").at("row_transfers").at("regions");
+  for (const auto& r : regions) {
+    EXPECT_EQ(r.at("rows").get<std::int64_t>(), r.at("expert").get<int>() == 5 ? 256 : 0);
+  }
+}
+
+TEST(MoeHubStress, EmptyExpertsAreRetired) {
+  RunRequest req = request("moehub", 256);
+  req.routing = fixed_routing(req.model, req.system.num_gpus, 256, {1, 6});
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& mh = out.results.at("moehub");
+  // every region raises AllReady, only the two busy ones release groups
+  EXPECT_EQ(mh.at("dam").at("all_ready").get<int>(), req.model.num_experts);
+  EXPECT_EQ(mh.at("dam").at("groups_released").get<int>(), 2 * ((256 + 127) / 128));
+}
+
+/// Runs `req` in a child process and returns "fatal:<message>" or "ok": a run
+/// stopped early leaves its SystemC threads suspended, and what they hold
+/// must not reach this process's exit-time leak check.
+std::string run_in_child(const RunRequest& req) {
+  int fd[2];
+  if (pipe(fd) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    close(fd[0]);
+    const RunOutput out = simulate(req);
+    const std::string r = out.fatal ? "fatal:" + out.fatal_message : "ok";
+    const bool ok = write(fd[1], r.data(), r.size()) == static_cast<ssize_t>(r.size());
+    _exit(ok ? 0 : 1);
+  }
+  close(fd[1]);
+  std::string r;
+  char buf[512];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) r.append(buf, static_cast<std::size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return r;
+}
+
+TEST(MoeHubStress, RegionOneRowTooSmallIsAnError) {
+  RunRequest req = request("moehub", 256);
+  req.system.hub.region_full = "error";
+  req.routing = fixed_routing(req.model, req.system.num_gpus, 256, {2, 3});
+  req.options.rowsp_region_rows = 255;
+  const std::string out = run_in_child(req);
+  ASSERT_EQ(out.rfind("fatal:", 0), 0u) << out;
+  EXPECT_NE(out.find("is full: all 255 rows allocated"), std::string::npos) << out;
+  EXPECT_NE(out.find("hub.region_full: error"), std::string::npos) << out;
+}
+
+TEST(MoeHubStress, PoolOfOneEntryDrains) {
+  RunRequest req = request("moehub", 512);
+  req.system.hub.rpm_entries_per_peer = 1;
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& rpm = out.results.at("moehub").at("rpm");
+  EXPECT_EQ(rpm.at("stores_accepted").get<std::int64_t>(), rpm.at("stores_merged").get<std::int64_t>() +
+                                                               rpm.at("packets_sent").get<std::int64_t>());
+  // the partial .nop entries leave because their partition is full, not by their timer
+  EXPECT_GT(rpm.at("pressure_flushes").get<std::int64_t>(), 0);
+}
+
+TEST(MoeHubStress, ScheduleNeedsTheMoeHubImplementation) {
+  RunRequest req = request("moehub-dep", 256);
+  req.system.hub.implementation = "address-centric";
+  EXPECT_THROW(simulate(req), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace moehub
