@@ -25,14 +25,19 @@ Hbm::Hbm(const sc_core::sc_module_name& name, double bw_gbps, double latency_ns,
 
 void Hbm::push(Request r) {
   r.seq = seq_++;
-  heap_.push(r);
+  if (r.gp && (fifo_.empty() || fifo_.back().t <= r.t)) {
+    fifo_.push_back(r);
+  } else {
+    heap_.push(r);
+  }
   if (!draining_) schedule();
 }
 
 void Hbm::schedule() {
-  if (heap_.empty()) return;
+  if (heap_.empty() && fifo_.empty()) return;
   const Tick now = now_ticks();
-  Tick due = ceil_div(heap_.top().t, quantum_) * quantum_;
+  bool fifo = false;
+  Tick due = ceil_div(head(fifo).t, quantum_) * quantum_;
   due = std::max(due, now);
   if (due < wake_at_) {
     wake_at_ = due;
@@ -84,9 +89,15 @@ void Hbm::drain() {
   const Tick now = now_ticks();
   wake_at_ = kTickMax;
   draining_ = true;
-  while (!heap_.empty() && heap_.top().t <= now) {
-    const Request r = heap_.top();
-    heap_.pop();
+  while (!heap_.empty() || !fifo_.empty()) {
+    bool fifo = false;
+    const Request r = head(fifo);
+    if (r.t > now) break;
+    if (fifo) {
+      fifo_.pop_front();
+    } else {
+      heap_.pop();
+    }
     if (r.t < last_) ++reorderings_;
     last_ = std::max(last_, r.t);
     const auto slot = server_.serve(r.t, r.bytes);
