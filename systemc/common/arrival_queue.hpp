@@ -84,7 +84,7 @@ class ArrivalQueue : public sc_core::sc_module {
     std::size_t src = kHeap;
     if (lane < lanes_.size()) {
       lanes_[lane].push_back(e);
-      nonempty_ |= std::uint64_t{1} << lane;
+      if (lanes_[lane].size() == 1) order_push(lane);
       src = lane;
     } else {
       heap_.push(e);
@@ -140,19 +140,39 @@ class ArrivalQueue : public sc_core::sc_module {
     return empty;
   }
 
+  /// The non-empty lanes form a binary min-heap (order_) by their first
+  /// entries; a push into a non-empty lane does not change it.
+  bool lane_before(std::size_t a, std::size_t b) const { return lanes_[b].front() > lanes_[a].front(); }
+  void order_push(std::size_t lane) {
+    std::size_t k = order_.size();
+    order_.push_back(lane);
+    while (k > 0 && lane_before(lane, order_[(k - 1) / 2])) {
+      order_[k] = order_[(k - 1) / 2];
+      k = (k - 1) / 2;
+    }
+    order_[k] = lane;
+  }
+  /// Restores the heap after the first lane's first entry changed.
+  void order_sift_root() {
+    const std::size_t n = order_.size();
+    const std::size_t lane = order_[0];
+    std::size_t k = 0;
+    for (;;) {
+      std::size_t c = 2 * k + 1;
+      if (c >= n) break;
+      if (c + 1 < n && lane_before(order_[c + 1], order_[c])) ++c;
+      if (!lane_before(order_[c], lane)) break;
+      order_[k] = order_[c];
+      k = c;
+    }
+    order_[k] = lane;
+  }
+
   /// Where the earliest entry is: a lane index, or kHeap. The queue is not empty.
   std::size_t find_head() const {
-    std::size_t src = kHeap;
-    const Entry* best = heap_.empty() ? nullptr : &heap_.top();
-    for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
-      const auto i = static_cast<std::size_t>(__builtin_ctzll(m));
-      const Entry& h = lanes_[i].front();
-      if (!best || *best > h) {
-        best = &h;
-        src = i;
-      }
-    }
-    return src;
+    if (order_.empty()) return kHeap;
+    const std::size_t lane = order_[0];
+    return !heap_.empty() && lanes_[lane].front() > heap_.top() ? kHeap : lane;
   }
   const Entry& head(std::size_t src) const { return src == kHeap ? heap_.top() : lanes_[src].front(); }
   /// Removes the head entry.
@@ -160,13 +180,15 @@ class ArrivalQueue : public sc_core::sc_module {
     if (head_src_ == kHeap) {
       heap_.pop();
     } else {
-      Ring<Entry>& lane = lanes_[head_src_];
+      Ring<Entry>& lane = lanes_[head_src_];  // = lanes_[order_[0]]
       lane.pop_front();
       if (lane.empty()) {
-        nonempty_ &= ~(std::uint64_t{1} << head_src_);
+        order_[0] = order_.back();
+        order_.pop_back();
       } else {
         __builtin_prefetch(lane.front().gp);  // likely cold
       }
+      if (!order_.empty()) order_sift_root();
     }
     if (--size_ > 0) head_src_ = find_head();
   }
@@ -182,8 +204,12 @@ class ArrivalQueue : public sc_core::sc_module {
 
   void schedule() {
     if (size_ == 0) return;
+    const Tick eff = effective(head(head_src_));
+    // due_for(eff) >= eff - lookahead_: no need to round (a division) when
+    // that is already no earlier than the wake-up we have
+    if (eff > lookahead_ && eff - lookahead_ >= wake_at_) return;
     const Tick now = now_ticks();
-    const Tick due = std::max(now, due_for(effective(head(head_src_))));
+    const Tick due = std::max(now, due_for(eff));
     if (due < wake_at_) {
       wake_at_ = due;
       wake_ev_.notify(to_sc(due - now));  // an earlier notification overrides a later one
@@ -219,7 +245,7 @@ class ArrivalQueue : public sc_core::sc_module {
   Handler handler_;
   std::vector<Ring<Entry>> lanes_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
-  std::uint64_t nonempty_ = 0;  ///< bit i: lane i holds entries
+  std::vector<std::size_t> order_;  ///< the non-empty lanes, a min-heap by first entry
   std::size_t head_src_ = kHeap;  ///< where the earliest entry is (valid while size_ > 0)
   std::size_t size_ = 0;
   std::uint64_t heap_pushes_ = 0;

@@ -35,9 +35,11 @@ void Hbm::push(Request r) {
 
 void Hbm::schedule() {
   if (heap_.empty() && fifo_.empty()) return;
-  const Tick now = now_ticks();
   bool fifo = false;
-  Tick due = ceil_div(head(fifo).t, quantum_) * quantum_;
+  const Tick t = head(fifo).t;
+  if (t >= wake_at_) return;  // the rounded time would be no earlier (saves a division)
+  const Tick now = now_ticks();
+  Tick due = ceil_div(t, quantum_) * quantum_;
   due = std::max(due, now);
   if (due < wake_at_) {
     wake_at_ = due;
