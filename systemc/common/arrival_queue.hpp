@@ -49,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/payload_pool.hpp"
 #include "common/ring.hpp"
 #include "common/sc_time_util.hpp"
 #include "common/units.hpp"
@@ -118,6 +119,7 @@ class ArrivalQueue : public sc_core::sc_module {
     bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   static constexpr std::size_t kHeap = ~std::size_t{0};
+  static constexpr std::size_t kPrefetchAhead = 4;
 
   /// The lane an entry arriving at `t` fits best (the latest last entry not
   /// after t; an empty lane if none), kAnyLane if none fits.
@@ -186,7 +188,8 @@ class ArrivalQueue : public sc_core::sc_module {
         order_[0] = order_.back();
         order_.pop_back();
       } else {
-        __builtin_prefetch(lane.front().gp);  // likely cold
+        // the lane's entries are handed over in turn: fetch a few ahead
+        prefetch_payload(lane[std::min<std::size_t>(kPrefetchAhead, lane.size() - 1)].gp);
       }
       if (!order_.empty()) order_sift_root();
     }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/payload_pool.hpp"
 #include "common/sc_time_util.hpp"
 
 namespace moehub {
@@ -97,6 +98,7 @@ void Hbm::drain() {
     if (r.t > now) break;
     if (fifo) {
       fifo_.pop_front();
+      if (!fifo_.empty()) prefetch_payload(fifo_[std::min<std::size_t>(4, fifo_.size() - 1)].gp);
     } else {
       heap_.pop();
     }
