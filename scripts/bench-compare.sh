@@ -8,6 +8,12 @@
 # plus write responses, counted on the GPU-to-switch ports).
 #
 #   scripts/bench-compare.sh OLD_REV [REPS]
+#
+# Environment: BENCH_BUILD_DIR=<dir> times the moehub-sim of an existing
+# build folder of the working tree (configured for Release) instead of the
+# release preset's; BENCH_JOBS=<names> (comma-separated: megatron-packet,
+# megatron-row, ring-expert) runs only those jobs (the old build's
+# packet-level ring-expert run alone takes several minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
@@ -22,20 +28,30 @@ if [ ! -x "$old_bin" ]; then
   cmake -S "$old_src" -B "build/bench-old/$old_sha/build" -DCMAKE_BUILD_TYPE=Release -DMOEHUB_CUDA=OFF >/dev/null
   cmake --build "build/bench-old/$old_sha/build" -j "$(nproc)" --target moehub-sim >/dev/null
 fi
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target moehub-sim >/dev/null
-new_bin="build/release/host/sim/moehub-sim"
+if [ -n "${BENCH_BUILD_DIR:-}" ]; then
+  cmake --build "$BENCH_BUILD_DIR" -j "$(nproc)" --target moehub-sim >/dev/null
+  new_bin="$BENCH_BUILD_DIR/host/sim/moehub-sim"
+else
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$(nproc)" --target moehub-sim >/dev/null
+  new_bin="build/release/host/sim/moehub-sim"
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 python3 - "$old_bin" "$new_bin" "$old_sha" "$reps" "$work" <<'PY'
-import json, re, statistics, subprocess, sys
+import json, os, re, statistics, subprocess, sys
 old_bin, new_bin, old_sha, reps, work = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 # (name, arguments, repetitions): the old build's packet-level ring-expert run
 # takes about ten minutes, so it runs once
-jobs = [("megatron, packet", ["--schedule", "megatron"], reps),
-        ("megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps),
-        ("ring-expert, default", ["--schedule", "ring-expert"], 1)]
+jobs = [("megatron-packet", "megatron, packet", ["--schedule", "megatron"], reps),
+        ("megatron-row", "megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps),
+        ("ring-expert", "ring-expert, default", ["--schedule", "ring-expert"], 1)]
+wanted = [j for j in os.environ.get("BENCH_JOBS", "").split(",") if j]
+unknown = set(wanted) - {key for key, *_ in jobs}
+if unknown:
+    raise SystemExit(f"BENCH_JOBS: unknown job(s) {sorted(unknown)}; allowed: megatron-packet, megatron-row, ring-expert")
+jobs = [j[1:] for j in jobs if not wanted or j[0] in wanted]
 def run(binary, args, tag):
     out = f"{work}/{tag}"
     subprocess.run(["mkdir", "-p", out], check=True)

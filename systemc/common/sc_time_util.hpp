@@ -5,6 +5,8 @@
 
 #include <systemc>
 
+#include <cstring>
+
 #include "common/units.hpp"
 
 namespace moehub {
@@ -13,7 +15,15 @@ namespace moehub {
 void set_picosecond_resolution();
 
 inline Tick to_ticks(const sc_core::sc_time& t) { return static_cast<Tick>(t.value()); }
-inline sc_core::sc_time to_sc(Tick t) { return sc_core::sc_time::from_value(t); }
+/// The same as sc_time::from_value(t) once the resolution is fixed, without
+/// the call into the SystemC library (several per packet): an sc_time is its
+/// tick count (set_picosecond_resolution checks this at run time).
+inline sc_core::sc_time to_sc(Tick t) {
+  static_assert(sizeof(sc_core::sc_time) == sizeof(Tick), "sc_time is expected to hold just its value");
+  sc_core::sc_time r;
+  std::memcpy(static_cast<void*>(&r), &t, sizeof t);
+  return r;
+}
 /// The current simulated time (the simulation context's own field, read inline:
 /// this is called several times per packet).
 inline Tick now_ticks() { return to_ticks(sc_core::sc_get_curr_simcontext()->time_stamp()); }

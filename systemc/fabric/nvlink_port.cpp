@@ -25,28 +25,33 @@ std::uint32_t NvlinkPort::credits_outstanding() const {
   return credits_total_ - credits_available_ - returning_flits_;
 }
 
-namespace {
-using Return = std::pair<Tick, std::uint32_t>;
-constexpr auto kLater = [](const Return& a, const Return& b) { return a.first > b.first; };
-}  // namespace
-
-void NvlinkPort::release_until(Tick t) {
-  while (!returning_.empty() && returning_.front().first <= t) {
-    credits_available_ += returning_.front().second;
-    returning_flits_ -= returning_.front().second;
-    std::pop_heap(returning_.begin(), returning_.end(), kLater);
-    returning_.pop_back();
+void NvlinkPort::release_until(Tick t) const {
+  if (earliest_return_ > t) return;
+  Tick earliest = kTickMax;
+  for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
+    const auto i = static_cast<std::size_t>(__builtin_ctzll(m));
+    Ring<Return>& lane = lanes_[i];
+    while (!lane.empty() && lane.front().t <= t) {
+      credits_available_ += lane.front().flits;
+      returning_flits_ -= lane.front().flits;
+      lane.pop_front();
+    }
+    if (lane.empty()) {
+      nonempty_ &= ~(std::uint64_t{1} << i);
+    } else {
+      earliest = std::min(earliest, lane.front().t);
+    }
   }
+  earliest_return_ = earliest;
   // the memo stays right: moving returns into the available count changes
   // neither the total nor the time the needed amount is back
 }
 
-Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) const {
-  flits = credit_flits(flits);
+Tick NvlinkPort::earliest_start_short(Tick start, std::uint32_t flits) const {
   if (flits > credits_total_) {
     throw std::logic_error(std::string(name()) + ": packet larger than the receive buffer");
   }
-  const Tick start = server_.earliest_start(t);
+  release_until(released_to_);
   if (credits_available_ >= flits) return start;
   const Tick credits = credits_back(flits);
   return credits == kTickMax ? kTickMax : std::max(start, credits);
@@ -55,32 +60,22 @@ Tick NvlinkPort::earliest_start(Tick t, std::uint32_t flits) const {
 Tick NvlinkPort::credits_back(std::uint32_t flits) const {
   if (credits_available_ + returning_flits_ < flits) return kTickMax;
   if (memo_valid_ && memo_flits_ == flits) return memo_time_;
-  // take the returns in time order until enough are back: a best-first walk
-  // of the heap visits only the few earliest (a transaction needs at most one
-  // maximal packet's credits, and every return carries at least one flit)
+  // take the returns in time order (a merge of the lanes) until enough are back
+  std::size_t pos[kLanes] = {};
   std::uint32_t available = credits_available_;
   Tick when = 0;
-  auto& frontier = scratch_;  // heap indices, kept sorted by time, earliest last
-  frontier.clear();
-  auto push = [&](std::size_t i) {
-    if (i >= returning_.size()) return;
-    frontier.push_back(i);
-    std::size_t k = frontier.size() - 1;
-    while (k > 0 && returning_[frontier[k - 1]].first < returning_[i].first) {
-      frontier[k] = frontier[k - 1];
-      --k;
+  while (available < flits) {
+    std::size_t best = kLanes;
+    Tick best_t = kTickMax;
+    for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
+      const auto i = static_cast<std::size_t>(__builtin_ctzll(m));
+      if (pos[i] < lanes_[i].size() && lanes_[i][pos[i]].t < best_t) {
+        best_t = lanes_[i][pos[i]].t;
+        best = i;
+      }
     }
-    frontier[k] = i;
-  };
-  push(0);
-  while (!frontier.empty()) {
-    const std::size_t i = frontier.back();
-    frontier.pop_back();
-    available += returning_[i].second;
-    when = std::max(when, returning_[i].first);
-    if (available >= flits) break;
-    push(2 * i + 1);
-    push(2 * i + 2);
+    available += lanes_[best][pos[best]++].flits;  // there is one: the total suffices
+    when = best_t;
   }
   memo_valid_ = true;
   memo_flits_ = flits;
@@ -94,7 +89,8 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   const Tick start = earliest_start(arrival, flits);
   if (start == kTickMax) return false;
   const Tick now = now_ticks();
-  release_until(start);
+  released_to_ = start;
+  if (credits_available_ < credit_flits(flits)) release_until(start);
   // time lost waiting for credits, measured from when the packet was ready
   const Tick bw_start = server_.earliest_start(std::min(arrival, ext->ready));
   if (start > bw_start) credit_stall_ += start - bw_start;
@@ -139,8 +135,16 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm
   const std::uint32_t held = credit_flits(moe_ext(gp).flits);
   const Tick back = now_ticks() + to_ticks(delay) + latency_;
   if (held > 0) {
-    returning_.emplace_back(back, held);
-    std::push_heap(returning_.begin(), returning_.end(), kLater);
+    const auto i = static_cast<std::size_t>(moe_ext(gp).dst_gpu) % kLanes;
+    if (lanes_.size() <= i) lanes_.resize(i + 1);
+    Ring<Return>& lane = lanes_[i];
+    if (lane.empty() || lane.back().t <= back) {
+      lane.push_back(Return{back, held});
+    } else {
+      lane.insert_sorted(Return{back, held}, [](const Return& a, const Return& b) { return a.t < b.t; });
+    }
+    nonempty_ |= std::uint64_t{1} << i;
+    earliest_return_ = std::min(earliest_return_, back);
     returning_flits_ += held;
     memo_valid_ = false;
   }

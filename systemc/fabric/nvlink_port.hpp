@@ -35,6 +35,7 @@
 #include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
 #include "common/payload_pool.hpp"
+#include "common/ring.hpp"
 #include "common/server.hpp"
 
 namespace moehub {
@@ -54,7 +55,12 @@ class NvlinkPort : public TlmBlock {
   /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
   /// this port, from bandwidth and the credits known to be back; kTickMax if
   /// the credits it needs are not known to come back yet. Changes nothing.
-  Tick earliest_start(Tick t, std::uint32_t flits) const;
+  Tick earliest_start(Tick t, std::uint32_t flits) const {
+    flits = credit_flits(flits);
+    const Tick start = server_.earliest_start(t);
+    if (credits_available_ >= flits) return start;  // the usual case: credits never ran short
+    return earliest_start_short(start, flits);
+  }
 
   /// Called with the time credits are back, whenever the far end reports a
   /// release (the sender behind this port may retry).
@@ -88,22 +94,39 @@ class NvlinkPort : public TlmBlock {
     Tick arrival;
   };
   bool try_send(tlm::tlm_generic_payload& gp, Tick arrival);
+  Tick earliest_start_short(Tick start, std::uint32_t flits) const;
   /// When `flits` credits are known to be back (kTickMax: not known yet).
   Tick credits_back(std::uint32_t flits) const;
-  void release_until(Tick t);
+  /// Moves the returns due by `t` into credits_available_.
+  void release_until(Tick t) const;
 
   NvlinkConfig cfg_;
   std::uint32_t max_packet_flits_;
   Tick latency_;
   BandwidthServer server_;
-  std::uint32_t credits_available_;
+  /// Credits on their way back. Reports come out of time order (a switch
+  /// input's packets leave by several outputs) but in time order per
+  /// destination GPU (one output port starts its packets in order), so the
+  /// returns are kept in one time-ordered lane per destination (a late
+  /// report is inserted from the back of its lane). Released lazily: a
+  /// return whose time has passed moves into credits_available_ only when
+  /// the available credits do not cover a transaction (earliest_start_short,
+  /// try_send); earliest_start answers the same as with returns released at
+  /// every start.
+  struct Return {
+    Tick t;
+    std::uint32_t flits;
+  };
+  static constexpr std::size_t kLanes = 64;
+  mutable std::vector<Ring<Return>> lanes_;
+  mutable std::uint64_t nonempty_ = 0;      ///< bit i: lane i holds returns
+  mutable Tick earliest_return_ = kTickMax;  ///< the earliest time among the returns
+  mutable std::uint32_t credits_available_;
   std::uint32_t credits_total_;
-  /// Credits on their way back: (time they are back, flits), a binary min-heap
-  /// by time (reports come out of order: a switch input's packets leave by
-  /// several outputs).
-  std::vector<std::pair<Tick, std::uint32_t>> returning_;
-  std::uint32_t returning_flits_ = 0;
-  mutable std::vector<std::size_t> scratch_;
+  mutable std::uint32_t returning_flits_ = 0;
+  /// Returns due by this time may be released: the start of the last
+  /// transaction (every later start is no earlier).
+  Tick released_to_ = 0;
   /// The last answer of credits_back (valid until credits are taken or reported).
   mutable bool memo_valid_ = false;
   mutable std::uint32_t memo_flits_ = 0;

@@ -19,7 +19,8 @@ NvSwitch::NvSwitch(const sc_core::sc_module_name& name, int num_gpus, const Nvsw
   // latency (+ serialisation), and crosses the chip in crossing_ more
   queue_ = std::make_unique<ArrivalQueue>(
       "arrivals", link_latency + crossing_, quantum,
-      [this](tlm::tlm_generic_payload& gp, Tick at, Tick&) { return forward(gp, at); });
+      [this](tlm::tlm_generic_payload& gp, Tick at, Tick&) { return forward(gp, at); },
+      static_cast<std::size_t>(num_gpus));
 }
 
 tlm::tlm_sync_enum NvSwitch::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
@@ -31,7 +32,8 @@ tlm::tlm_sync_enum NvSwitch::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::
     throw std::logic_error(std::string(name()) + ": packet between unknown GPUs " + std::to_string(ext->src_gpu) +
                            " -> " + std::to_string(ext->dst_gpu));
   }
-  queue_->push(&gp, now_ticks() + to_ticks(delay) + crossing_);
+  // one lane per input link: a link delivers in arrival order
+  queue_->push(&gp, now_ticks() + to_ticks(delay) + crossing_, static_cast<std::size_t>(ext->src_gpu));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/payload_pool.hpp"
 #include "common/sc_time_util.hpp"
 
 namespace moehub {
@@ -25,14 +26,21 @@ Hbm::Hbm(const sc_core::sc_module_name& name, double bw_gbps, double latency_ns,
 
 void Hbm::push(Request r) {
   r.seq = seq_++;
-  heap_.push(r);
+  if (r.gp && (fifo_.empty() || fifo_.back().t <= r.t)) {
+    fifo_.push_back(r);
+  } else {
+    heap_.push(r);
+  }
   if (!draining_) schedule();
 }
 
 void Hbm::schedule() {
-  if (heap_.empty()) return;
+  if (heap_.empty() && fifo_.empty()) return;
+  bool fifo = false;
+  const Tick t = head(fifo).t;
+  if (t >= wake_at_) return;  // the rounded time would be no earlier (saves a division)
   const Tick now = now_ticks();
-  Tick due = ceil_div(heap_.top().t, quantum_) * quantum_;
+  Tick due = ceil_div(t, quantum_) * quantum_;
   due = std::max(due, now);
   if (due < wake_at_) {
     wake_at_ = due;
@@ -84,9 +92,16 @@ void Hbm::drain() {
   const Tick now = now_ticks();
   wake_at_ = kTickMax;
   draining_ = true;
-  while (!heap_.empty() && heap_.top().t <= now) {
-    const Request r = heap_.top();
-    heap_.pop();
+  while (!heap_.empty() || !fifo_.empty()) {
+    bool fifo = false;
+    const Request r = head(fifo);
+    if (r.t > now) break;
+    if (fifo) {
+      fifo_.pop_front();
+      if (!fifo_.empty()) prefetch_payload(fifo_[std::min<std::size_t>(4, fifo_.size() - 1)].gp);
+    } else {
+      heap_.pop();
+    }
     if (r.t < last_) ++reorderings_;
     last_ = std::max(last_, r.t);
     const auto slot = server_.serve(r.t, r.bytes);

@@ -14,7 +14,8 @@
 //   served between its slices: a remote write waits for at most one slice,
 //   and several flows share the bandwidth slice by slice.
 // All requests are served in order of their ready time (ties: in order of
-// submission), from one SystemC method that wakes at most once per drain
+// submission; single accesses, which come in time order, wait in a FIFO,
+// flow slices and any late single access in a heap), from one SystemC method that wakes at most once per drain
 // period. The period is bounded by the access latency, so every completion is
 // known before its time comes.
 #pragma once
@@ -27,6 +28,7 @@
 #include <queue>
 #include <vector>
 
+#include "common/ring.hpp"
 #include "common/server.hpp"
 #include "common/tlm_block.hpp"
 #include "gpu/memory_flows.hpp"
@@ -79,6 +81,11 @@ class Hbm : public TlmBlock, public MemoryFlows {
     bool operator>(const Request& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   void push(Request r);
+  /// The earliest request (there is one), and whether it is the FIFO's.
+  const Request& head(bool& fifo) const {
+    fifo = !fifo_.empty() && (heap_.empty() || heap_.top() > fifo_.front());
+    return fifo ? fifo_.front() : heap_.top();
+  }
   void next_slice(std::size_t f, Tick ready);
   void drain();
   void schedule();
@@ -88,6 +95,7 @@ class Hbm : public TlmBlock, public MemoryFlows {
   double slice_bytes_;
   Tick quantum_;
   std::vector<Flow> flows_;
+  Ring<Request> fifo_;
   std::priority_queue<Request, std::vector<Request>, std::greater<Request>> heap_;
   sc_core::sc_event wake_ev_;
   Tick wake_at_ = kTickMax;

@@ -312,7 +312,7 @@ void Hub::egress() {
 tlm::tlm_sync_enum Hub::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                         sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase");
-  ingress_q_->push(&gp, now_ticks() + to_ticks(delay));
+  ingress_q_->push(&gp, now_ticks() + to_ticks(delay), static_cast<std::size_t>(moe_ext(gp).plane));  // a lane per plane
   return tlm::TLM_ACCEPTED;
 }
 
