@@ -39,6 +39,7 @@ BLOCKS = {
     "moehub_rat": ["moehub_rat.sv"],
     "moehub_aau": ["moehub_apt.sv", "moehub_rat.sv", "moehub_aau.sv"],
     "moehub_rpm_sched": ["moehub_rpm_sched.sv"],
+    "moehub_top": ["moehub_apt.sv", "moehub_rat.sv", "moehub_aau.sv", "moehub_rpm_sched.sv", "moehub_top.sv"],
 }
 # Libraries mapped to, in merge order (the first one's header is kept).
 LIBS = [

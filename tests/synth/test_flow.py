@@ -30,7 +30,7 @@ class FlowTiny(unittest.TestCase):
 
     def test_every_block(self):
         names = [b["block"] for b in self.res["blocks"]]
-        self.assertEqual(names, ["moehub_apt", "moehub_rat", "moehub_aau", "moehub_rpm_sched"])
+        self.assertEqual(names, ["moehub_apt", "moehub_rat", "moehub_aau", "moehub_rpm_sched", "moehub_top"])
 
     def test_area(self):
         for b in self.res["blocks"]:
