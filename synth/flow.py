@@ -175,6 +175,8 @@ def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
         ("chparam %s %s" % (chparams, block)) if chparams else "",
         "hierarchy -check -top %s" % block,
     ] + generic + [
+        # the generic netlist (Yosys gates, before mapping to ASAP7): what tests/synth simulates against the RTL
+        "write_verilog -noattr generic.v",
         # name each flip-flop after the register it holds, for readable paths
         "rename -wire -suffix _reg t:$_*DFF*",
         "dfflibmap -liberty %s" % lib,
@@ -277,6 +279,23 @@ def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
     }
 
 
+def merge_previous(path, res, order):
+    """The blocks of res, plus those of an earlier result at `path` for the same clock that this run did not
+    redo (a run of some blocks adds to the configuration's report), in configuration order."""
+    blocks = {(b["block"], b["storage"]): b for b in res["blocks"]}
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = None
+    if old and old.get("clock_period_ps") == res["clock_period_ps"]:
+        for b in old.get("blocks", []):
+            if "storage" in b:
+                blocks.setdefault((b["block"], b["storage"]), b)
+    return [blocks[k] for k in sorted(blocks, key=lambda k: (order.index(k[0]) if k[0] in order else len(order),
+                                                              STORAGE.index(k[1])))]
+
+
 def markdown(name, cfg, res):
     lines = [
         "# Synthesis of configuration `%s`" % name,
@@ -367,6 +386,7 @@ def main():
                 print("flow.py: %s / %s / %s: %.2f um^2 (SRAM %.2f), slack %.1f ps, fmax %s GHz" % (
                     n, b, st, r["area_um2"], r["sram_area_um2"], r["worst_slack_ps"], r["fmax_ghz"]), flush=True)
                 res["blocks"].append(r)
+        res["blocks"] = merge_previous(os.path.join(out, n + ".json"), res, list(cfg["blocks"]))
         with open(os.path.join(out, n + ".json"), "w") as f:
             json.dump(res, f, indent=2, sort_keys=True)
             f.write("\n")
