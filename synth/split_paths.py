@@ -53,6 +53,26 @@ def first(pattern, text, what):
     return float(m.group(1))
 
 
+def net_arrival(path, net_re):
+    """Arrival (ps) at the first net of a `-fields {nets}` path report whose name matches net_re."""
+    time = None
+    for line in path.splitlines():
+        m = re.match(r"^\s*[-0-9.]+\s+([-0-9.]+)\s+[\^v]\s+\S+", line)
+        if m:
+            time = float(m.group(1))
+            continue
+        m = re.match(r"^\s*\d+\s+(\S+) \(net\)", line)
+        if m and re.fullmatch(net_re, m.group(1)) and time is not None:
+            return time
+    raise SystemExit("split_paths.py: no net matching %s on the path" % net_re)
+
+
+def endpoints(path):
+    s = re.search(r"^\s*(\S+)", path).group(1)
+    e = re.search(r"^Endpoint:\s*(\S+)", path, re.M).group(1)
+    return [s, e]
+
+
 def synth_hier(block, params, period_ps, lib, work):
     """flow.synth_block without -flatten: each module mapped on its own, pins kept."""
     os.makedirs(work, exist_ok=True)
@@ -103,22 +123,24 @@ def main():
         areas = liberty.cell_areas(f.read())
     res = {"config": a.config, "clock_period_ps": round(period_ps, 3)}
 
-    # AAU: cut after the RAT's tag compare
+    # AAU: cuts at the RAT's request (the AAU's request mux) and after its tag compare (rat_hit)
     w = os.path.join(out, "aau_hier")
     synth_hier("moehub_aau", c["blocks"]["moehub_aau"], period_ps, lib, w)
     rep = sta(w, lib, "moehub_aau", "report_checks -path_delay max -digits 3\n"
-              "report_checks -path_delay max -digits 3 -through [get_pins u_rat/hit_o]\n"
-              "report_checks -path_delay max -digits 3 -to [get_pins u_rat/hit_o]\n")
+              "report_checks -path_delay max -digits 3 -through [get_pins u_rat/hit_o] -fields {nets}\n")
     parts = rep.split("Startpoint:")
     total = first(_ARRIVAL_RE.pattern, parts[1], "worst path")
-    through = first(_ARRIVAL_RE.pattern, parts[2], "path through u_rat/hit_o")
-    # arrival at the cut: the hit_o line of the path through it
-    cut = first(r"^\s*[-0-9.]+\s+([-0-9.]+)\s+[\^v]\s+u_rat/hit_o", parts[2], "u_rat/hit_o on the path")
-    clkq = first(r"^\s*([-0-9.]+)\s+[-0-9.]+\s+[\^v]\s+\S+/QN?\s", parts[2], "clock-to-Q")
-    setup = first(r"^\s*-?([0-9.]+)\s+[-0-9.]+\s+library setup time", parts[2], "setup")
-    res["aau"] = {"worst_arrival_ps": total, "through_rat_hit_ps": through, "arrival_at_hit_ps": cut,
-                  "stage1_ps": cut + setup, "stage2_ps": through - cut + clkq,
-                  "startpoint": re.search(r"^\s*(\S+)", parts[1]).group(1)}
+    path = parts[2]
+    through = first(_ARRIVAL_RE.pattern, path, "path through u_rat/hit_o")
+    t_req = net_arrival(path, r"rat_(row|malloc|valid|fill)\S*")
+    t_hit = net_arrival(path, r"rat_hit")
+    clkq = first(r"^\s*([-0-9.]+)\s+[-0-9.]+\s+[\^v]\s+\S+/QN?\s", path, "clock-to-Q")
+    setup = first(r"^\s*-?([0-9.]+)\s+[-0-9.]+\s+library setup time", path, "setup")
+    res["aau"] = {"worst_arrival_ps": total, "worst_path": " -> ".join(endpoints(parts[1])),
+                  "through_rat_hit_ps": through, "through_rat_hit_path": " -> ".join(endpoints(path)),
+                  "arrival_at_rat_request_ps": t_req, "arrival_at_rat_hit_ps": t_hit,
+                  "one_cut": {"stages_ps": [t_hit + setup, through - t_hit + clkq]},
+                  "two_cuts": {"stages_ps": [t_req + setup, t_hit - t_req + clkq + setup, through - t_hit + clkq]}}
     # RPM: the tournament alone (one destination) against the whole scheduler
     rp = dict(c["blocks"]["moehub_rpm_sched"])
     one = dict(rp, Dests=1)

@@ -98,8 +98,7 @@ COEFFS = {
     "dff_um2": (0.2916, "um^2", _SRC_AREA % _LIB_SEQ + ", DFFHQNx1 (address and data-in flip-flops)"),
     "precharge_inv_equiv": (1.5, "INVx1 areas per column",
                             "assumption: precharge and equalise (3 PMOS) and a 2-transistor column-mux pass "
-                            "gate, 5 transistors, counted as 1.5 inverters of 2 devices each... rounded down "
-                            "since they share diffusion with the column"),
+                            "gate, 5 small devices sharing diffusion with the column, counted as 1.5 inverters"),
     "write_driver_inv_equiv": (2.0, "INVx1 areas per bit",
                                "assumption: a write driver is two inverters driving the bitline pair"),
     "timing_gen_bufx4": (12, "BUFx4 areas per port",
@@ -414,9 +413,18 @@ def main():
     ap.add_argument("--json", action="store_true", help="print the model as JSON")
     ap.add_argument("--compare", action="store_true", help="the model beside FakeRAM and the ASAP7 SRAM macros")
     ap.add_argument("--derive", action="store_true", help="FO4, clock-to-Q and setup from the liberty files")
+    ap.add_argument("--coeffs", action="store_true", help="print the coefficients and their sources (Markdown)")
     ap.add_argument("--csv", help="with --compare: also write the comparison as CSV")
     ap.add_argument("--pdk", default=os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7")))
     a = ap.parse_args()
+    if a.coeffs:
+        print("| coefficient | value | unit | source |\n| --- | ---: | --- | --- |")
+        for k, cell in sorted(BITCELLS.items()):
+            print("| bit cell `%s` | %g um^2 (%g x %g um) | um^2 | %s |" % (
+                k, cell["area_um2"], cell["width_um"], cell["height_um"], cell["source"]))
+        for k, (v, unit, src) in COEFFS.items():
+            print("| `%s` | %.4g | %s | %s |" % (k, v, unit, src))
+        return 0
     if a.derive:
         d = derive_from_liberty(a.pdk)
         for k, v in d.items():
