@@ -86,8 +86,12 @@ def synth_hier(block, params, period_ps, lib, work):
           "abc -D %d -constr abc.constr -liberty %s" % (round(period_ps), lib), "opt_clean -purge",
           "hilomap -hicell %s %s -locell %s %s" % (flow.TIE_HI + flow.TIE_LO), "opt_clean -purge",
           "rename -top %s" % block, "uniquify", "write_verilog -noattr -noexpr -nohex -nodec netlist.v"]
-    with open(os.path.join(work, "synth.ys"), "w") as f:
-        f.write("\n".join(l for l in ys if l) + "\n")
+    script = "\n".join(l for l in ys if l) + "\n"
+    ys_path = os.path.join(work, "synth.ys")
+    if os.path.exists(os.path.join(work, "netlist.v")) and os.path.exists(ys_path) and open(ys_path).read() == script:
+        return  # made by this script already
+    with open(ys_path, "w") as f:
+        f.write(script)
     flow.run([os.environ.get("YOSYS", "yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"],
              os.path.join(work, "yosys.out"), work)
     with open(os.path.join(work, "netlist.v")) as f:
@@ -152,11 +156,25 @@ def main():
     rf = flow.synth_block("moehub_rpm_sched", rp, period_ps, lib, areas, wf, "flops")
     full = period_ps - rf["worst_slack_ps"]
     res["rpm"] = {"tournament_one_dest_ps": tour, "one_dest_worst_ps": period_ps - r1["worst_slack_ps"],
-                  "worst_arrival_ps": full, "stage1_ps": tour + setup, "stage2_ps": full - tour + clkq}
+                  "worst_arrival_ps": full, "worst_path": "%s -> %s" % (rf["critical_path"]["startpoint"],
+                                                                       rf["critical_path"]["endpoint"]),
+                  "one_cut": {"stages_ps": [tour + setup, full - tour + clkq]}}
+    # the tournament's depth: one destination, 2 to 16 entries (one to four levels of the tree)
+    levels = {}
+    for depth in (2, 4, 8, 16):
+        wd = os.path.join(out, "rpm_one_dest_depth%d" % depth)
+        flow.synth_block("moehub_rpm_sched", dict(rp, Dests=1, Depth=depth), period_ps, lib, areas, wd, "flops")
+        levels[depth] = first(_ARRIVAL_RE.pattern, sta(wd, lib, "moehub_rpm_sched",
+                              "report_checks -path_delay max -digits 3 -to [get_ports gnt_entry_o*]\n"),
+                              "path to gnt_entry_o")
+    res["rpm"]["tournament_by_depth_ps"] = levels
     for k in ("aau", "rpm"):
         s = res[k]
         s["fmax_now_ghz"] = round(1000.0 / s["worst_arrival_ps"], 3)
-        s["fmax_after_cut_ghz"] = round(1000.0 / max(s["stage1_ps"], s["stage2_ps"]), 3)
+        for cut in ("one_cut", "two_cuts"):
+            if cut in s:
+                s[cut]["stages_ps"] = [round(x, 1) for x in s[cut]["stages_ps"]]
+                s[cut]["fmax_ghz"] = round(1000.0 / max(s[cut]["stages_ps"]), 3)
     res["clk_to_q_ps"], res["setup_ps"] = clkq, setup
     with open(os.path.join(out, "split.json"), "w") as f:
         json.dump(res, f, indent=2, sort_keys=True)
