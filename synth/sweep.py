@@ -15,6 +15,7 @@ Writes one CSV row per size (columns below; empty where not synthesized).
 
 Usage: sweep.py [--entries 256,512,...] [--banks 1,2,4,8,16] [--ways 4]
                 [--synth-max-entries 1024] [--clock-ghz 1.5] [--out DIR] [--csv FILE]
+                [--reuse EARLIER.csv]
 Exit status: 0 done, 1 a tool failed, 2 bad arguments.
 """
 
@@ -69,6 +70,7 @@ def main():
     ap.add_argument("--clock-ghz", type=float, default=1.5, help="hub clock (configs: hub.clock_ghz = 1.5)")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "synth-sweep"))
     ap.add_argument("--csv", default=None, help="CSV to write (default <out>/synth_rat_sweep.csv)")
+    ap.add_argument("--reuse", help="an earlier sweep CSV: its synthesized sizes are taken from it, not run again")
     a = ap.parse_args()
     entries, banks = ints(a.entries, "--entries"), ints(a.banks, "--banks")
     if a.ways < 1 or a.ways & (a.ways - 1):
@@ -89,6 +91,15 @@ def main():
         with open(lib) as f:
             areas = liberty.cell_areas(f.read())
     width = a.ways * sum(WIDTHS.values())
+    earlier = {}
+    if a.reuse:
+        try:
+            with open(a.reuse, newline="") as f:
+                for r in csv.DictReader(f):
+                    if r.get("synthesized") == "1" and int(r["ways"]) == a.ways:
+                        earlier[(int(r["rat_entries"]), int(r["rat_banks"]))] = r
+        except (OSError, KeyError, ValueError) as e:
+            flow.fail("--reuse %s: %s" % (a.reuse, e))
     rows = []
     for e, b, sets in todo:
         m = sram_model.model(sets, width, flow.SRAM_PORTS, flow.SRAM_TECH)
@@ -96,7 +107,14 @@ def main():
                "macro_words": sets, "macro_width": width, "macro_mux": m["mux"],
                "sram_area_um2": round(b * m["total_um2"], 3), "sram_read_ps": round(m["array_read_ps"], 2),
                "sram_array_efficiency": round(m["array_efficiency"], 4), "synthesized": 0}
-        if lib and e <= a.synth_max_entries:
+        if (e, b) in earlier:
+            old = earlier[(e, b)]
+            if abs(float(old["sram_area_um2"]) - row["sram_area_um2"]) > 1e-3 * row["sram_area_um2"]:
+                flow.fail("--reuse: %d entries, %d banks has another SRAM area there (%s um^2): an older model?"
+                          % (e, b, old["sram_area_um2"]))
+            row.update({k: old[k] for k in COLUMNS[COLUMNS.index("synthesized"):]})
+            row["synthesized"] = 1
+        elif lib and e <= a.synth_max_entries:
             params = dict(WIDTHS, Entries=e, Banks=b, Ways=a.ways)
             print("sweep.py: %d entries, %d banks: synthesizing ..." % (e, b), flush=True)
             r = flow.synth_block("moehub_rat", params, period_ps, lib, areas,
