@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 """Synthesis and timing of the MoE-Hub RTL blocks on ASAP7 (Yosys 0.23, OpenSTA).
 
-For each configuration of synth/configs.json and each block in it:
+For each configuration of synth/configs.json, each block in it (the four
+units and moehub_top, the whole hub) and each storage estimate (flops: every
+array in flip-flops; sram: the RAT's bank arrays as SRAM macros, for the
+blocks that hold a RAT):
   1. merge the ASAP7 standard-cell liberty groups into one file (once);
-  2. Yosys: read the RTL, set the parameters, synth -flatten, dfflibmap,
-     abc -D <clock period> -liberty, tie cells, stat -liberty, write the netlist;
+  2. Yosys: read the RTL, set the parameters, synth -flatten (sram: stop
+     before the fine pass, map the inferred memories to the blackbox of
+     sram_stub.v with sram_techmap.v, go on), write the generic netlist,
+     dfflibmap, abc -D <clock period> -liberty, tie cells, stat -liberty,
+     write the netlist (sram: each macro instance named after its size and a
+     liberty of those cells written from sram_model.py);
   3. OpenSTA: read the netlist with an SDC at the hub clock (register to
      register, inputs driven by BUFx2 and arriving at the clock edge, outputs
      loaded with 3.898 fF and due at the next edge, reset a false path) and
      report the worst path;
-  4. write <out>/<config>.json and <out>/<config>.md: area by block and by
-     cell type, worst slack, critical path, maximum frequency.
+  4. write <out>/<config>.json and <out>/<config>.md: area by block (logic,
+     SRAM, total) and by cell type, worst slack, critical path, maximum
+     frequency. A run of some blocks or storages keeps the others of an
+     earlier <config>.json at the same clock.
 
 Usage: flow.py [--config NAME]... [--block NAME]... [--storage flops|sram]... [--clock-ghz F] [--out DIR]
 Environment: MOEHUB_PDK_DIR (default <repo>/../shared/pdk/asap7), YOSYS, STA.
