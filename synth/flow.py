@@ -165,7 +165,15 @@ def name_macros(netlist_text):
     return text, found
 
 
-def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
+def macros_in(netlist_text):
+    """[(words, width, abits)] of the named macro instances of a netlist (abits as the RAT's set index)."""
+    return [(int(w), int(b), max(1, (int(w) - 1).bit_length()))
+            for w, b in re.findall(r"^\s*moehub_sram_(\d+)x(\d+)\s", netlist_text, re.M)]
+
+
+def synth_block(block, params, period_ps, lib, areas, work, storage="flops", retime=False):
+    """Synthesize and time one block; with retime, reuse the netlist of an earlier run in `work` and only
+    redo the macro liberty and the timing."""
     os.makedirs(work, exist_ok=True)
     srcs = " ".join(os.path.join(RTL, s) for s in BLOCKS[block])
     chparams = " ".join("-set %s %d" % (k, v) for k, v in sorted(params.items()))
@@ -199,16 +207,24 @@ def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
     with open(os.path.join(work, "synth.ys"), "w") as f:
         f.write("\n".join(l for l in ys if l) + "\n")
     yosys = os.environ.get("YOSYS", "yosys")
-    t_synth = run([yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], os.path.join(work, "yosys.out"), work)
+    reuse = retime and all(os.path.exists(os.path.join(work, f)) for f in ("netlist.v", "stat.txt"))
+    if reuse:
+        t_synth = None
+    else:
+        t_synth = run([yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], os.path.join(work, "yosys.out"), work)
     with open(os.path.join(work, "stat.txt")) as f:
         stat = parse_reports.parse_yosys_stat(f.read())
     macros = []
     libs = [lib]
     if storage == "sram":
         with open(os.path.join(work, "netlist.v")) as f:
-            text, found = name_macros(f.read())
-        with open(os.path.join(work, "netlist.v"), "w") as f:
-            f.write(text)
+            text = f.read()
+        if reuse:
+            found = macros_in(text)
+        else:
+            text, found = name_macros(text)
+            with open(os.path.join(work, "netlist.v"), "w") as f:
+                f.write(text)
         stat["cells"].pop("moehub_sram_macro", None)
         with open(os.path.join(work, "sram_macros.lib"), "w") as f:
             f.write(sram_model.stub_liberty(found, SRAM_TECH, SRAM_PORTS))
@@ -246,7 +262,10 @@ def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
     sta = os.environ.get("STA", "sta")
     t_sta = run([sta, "-no_splash", "-exit", "sta.tcl"], os.path.join(work, "sta.log"), work)
     with open(os.path.join(work, "sta.log")) as f:
-        timing = parse_reports.parse_sta_report(f.read())
+        sta_text = f.read()
+    if "are different sizes" in sta_text:
+        fail("%s: OpenSTA dropped timing arcs of a macro (see %s)" % (block, os.path.join(work, "sta.log")), 1)
+    timing = parse_reports.parse_sta_report(sta_text)
 
     by_type = {}
     for cell, n in stat["cells"].items():
@@ -283,9 +302,20 @@ def synth_block(block, params, period_ps, lib, areas, work, storage="flops"):
             "cells": [p["point"] for p in timing["path"]],
         },
         "fmax_ghz": round(1000.0 / arrival, 4) if arrival > 0 else None,
-        "synth_seconds": round(t_synth, 1),
+        "synth_seconds": round(t_synth, 1) if t_synth is not None else None,
         "sta_seconds": round(t_sta, 1),
     }
+
+
+def previous_seconds(path, block, storage):
+    try:
+        with open(path) as f:
+            for b in json.load(f).get("blocks", []):
+                if b["block"] == block and b.get("storage") == storage:
+                    return b.get("synth_seconds")
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def merge_previous(path, res, order):
@@ -352,6 +382,8 @@ def main():
     ap.add_argument("--config", action="append", help="configuration name (repeatable; default: all)")
     ap.add_argument("--block", action="append", help="block name (repeatable; default: all in the configuration)")
     ap.add_argument("--clock-ghz", type=float, help="hub clock, overrides the configuration's clock_ghz")
+    ap.add_argument("--retime", action="store_true",
+                    help="reuse the netlists of an earlier run in --out: only the macro liberty and the timing again")
     ap.add_argument("--storage", action="append", choices=STORAGE,
                     help="storage estimate (repeatable; default both; sram only for blocks with a RAT)")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "synth"), help="output folder")
@@ -391,7 +423,9 @@ def main():
                     continue
                 print("flow.py: %s / %s / %s ..." % (n, b, st), flush=True)
                 work = os.path.join(out, n, b if st == "flops" else b + "-sram")
-                r = synth_block(b, cfg["blocks"][b], period_ps, lib, areas, work, st)
+                r = synth_block(b, cfg["blocks"][b], period_ps, lib, areas, work, st, a.retime)
+                if r["synth_seconds"] is None:  # retimed: the synthesis time of the run that made the netlist
+                    r["synth_seconds"] = previous_seconds(os.path.join(out, n + ".json"), b, st)
                 print("flow.py: %s / %s / %s: %.2f um^2 (SRAM %.2f), slack %.1f ps, fmax %s GHz" % (
                     n, b, st, r["area_um2"], r["sram_area_um2"], r["worst_slack_ps"], r["fmax_ghz"]), flush=True)
                 res["blocks"].append(r)

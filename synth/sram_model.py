@@ -272,7 +272,9 @@ def stub_liberty(macros, tech="asap7", ports=2):
         out += ["    bus (rd_addr) {", "      bus_type : %s_A;" % n, "      direction : input;",
                 "      capacitance : %.4f;" % cin, "    }",
                 "    bus (rd_data) {", "      bus_type : %s_D;" % n, "      direction : output;",
-                "      timing () {", '        related_pin : "rd_addr";', "        timing_type : combinational;",
+                # every address bit by name: OpenSTA makes no arcs between buses of different widths
+                "      timing () {", '        related_pin : "%s";' % " ".join("rd_addr[%d]" % i for i in range(abits)),
+                "        timing_type : combinational;",
                 "        cell_rise (scalar) { values (\"%.3f\"); }" % t["array_read_ps"],
                 "        cell_fall (scalar) { values (\"%.3f\"); }" % t["array_read_ps"],
                 "        rise_transition (scalar) { values (\"%.3f\"); }" % c("fo4_ps"),

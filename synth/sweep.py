@@ -15,7 +15,7 @@ Writes one CSV row per size (columns below; empty where not synthesized).
 
 Usage: sweep.py [--entries 256,512,...] [--banks 1,2,4,8,16] [--ways 4]
                 [--synth-max-entries 1024] [--clock-ghz 1.5] [--out DIR] [--csv FILE]
-                [--reuse EARLIER.csv]
+                [--reuse EARLIER.csv] [--retime]
 Exit status: 0 done, 1 a tool failed, 2 bad arguments.
 """
 
@@ -71,6 +71,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(REPO, "build", "synth-sweep"))
     ap.add_argument("--csv", default=None, help="CSV to write (default <out>/synth_rat_sweep.csv)")
     ap.add_argument("--reuse", help="an earlier sweep CSV: its synthesized sizes are taken from it, not run again")
+    ap.add_argument("--retime", action="store_true",
+                    help="reuse the netlists in --out of sizes synthesized before: only macro liberty and timing again")
     a = ap.parse_args()
     entries, banks = ints(a.entries, "--entries"), ints(a.banks, "--banks")
     if a.ways < 1 or a.ways & (a.ways - 1):
@@ -84,12 +86,6 @@ def main():
     todo = list(points(entries, banks, a.ways))
     if not todo:
         flow.fail("no RAT size with power-of-two sets per bank in --entries x --banks")
-    lib = areas = None
-    if a.synth_max_entries > 0 and any(e <= a.synth_max_entries for e, _, _ in todo):
-        pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7"))
-        lib = flow.merged_library(pdk, out)
-        with open(lib) as f:
-            areas = liberty.cell_areas(f.read())
     width = a.ways * sum(WIDTHS.values())
     earlier = {}
     if a.reuse:
@@ -100,6 +96,12 @@ def main():
                         earlier[(int(r["rat_entries"]), int(r["rat_banks"]))] = r
         except (OSError, KeyError, ValueError) as e:
             flow.fail("--reuse %s: %s" % (a.reuse, e))
+    lib = areas = None
+    if (a.synth_max_entries > 0 and any(e <= a.synth_max_entries for e, _, _ in todo)) or (a.retime and earlier):
+        pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7"))
+        lib = flow.merged_library(pdk, out)
+        with open(lib) as f:
+            areas = liberty.cell_areas(f.read())
     rows = []
     for e, b, sets in todo:
         m = sram_model.model(sets, width, flow.SRAM_PORTS, flow.SRAM_TECH)
@@ -107,18 +109,20 @@ def main():
                "macro_words": sets, "macro_width": width, "macro_mux": m["mux"],
                "sram_area_um2": round(b * m["total_um2"], 3), "sram_read_ps": round(m["array_read_ps"], 2),
                "sram_array_efficiency": round(m["array_efficiency"], 4), "synthesized": 0}
-        if (e, b) in earlier:
+        if (e, b) in earlier and not a.retime:
             old = earlier[(e, b)]
             if abs(float(old["sram_area_um2"]) - row["sram_area_um2"]) > 1e-3 * row["sram_area_um2"]:
                 flow.fail("--reuse: %d entries, %d banks has another SRAM area there (%s um^2): an older model?"
                           % (e, b, old["sram_area_um2"]))
             row.update({k: old[k] for k in COLUMNS[COLUMNS.index("synthesized"):]})
             row["synthesized"] = 1
-        elif lib and e <= a.synth_max_entries:
+        elif lib and (e <= a.synth_max_entries or (e, b) in earlier):
             params = dict(WIDTHS, Entries=e, Banks=b, Ways=a.ways)
             print("sweep.py: %d entries, %d banks: synthesizing ..." % (e, b), flush=True)
             r = flow.synth_block("moehub_rat", params, period_ps, lib, areas,
-                                 os.path.join(out, "rat_e%d_b%d" % (e, b)), "sram")
+                                 os.path.join(out, "rat_e%d_b%d" % (e, b)), "sram", a.retime)
+            if r["synth_seconds"] is None:  # retimed: the synthesis time of the run that made the netlist
+                r["synth_seconds"] = float(earlier[(e, b)]["synth_seconds"]) if (e, b) in earlier else None
             if abs(r["sram_area_um2"] - row["sram_area_um2"]) > 1e-3 * row["sram_area_um2"]:
                 flow.fail("%d entries, %d banks: the netlist's macros (%.3f um^2) are not the %d banks of %d x %d "
                           "expected (%.3f um^2)" % (e, b, r["sram_area_um2"], b, sets, width, row["sram_area_um2"]), 1)

@@ -89,6 +89,9 @@ class Liberty(unittest.TestCase):
         self.assertEqual(text.count("{"), text.count("}"))
         self.assertIn("area : %.4f;" % sm.area(16, 136, 2)["total_um2"], text)
         self.assertIn('cell_rise (scalar) { values ("%.3f"); }' % sm.access(16, 136, 2)["array_read_ps"], text)
+        # the read arc names every address bit (OpenSTA drops arcs between buses of different widths)
+        self.assertIn('related_pin : "rd_addr[0] rd_addr[1] rd_addr[2] rd_addr[3]";', text)
+        self.assertIn('related_pin : "rd_addr[0]";', text)
 
     def test_table_lookup(self):
         table = ([0.0, 10.0], [0.0, 2.0], [[1.0, 3.0], [5.0, 7.0]])
@@ -122,6 +125,10 @@ class Liberty(unittest.TestCase):
 
 
 class MacroNaming(unittest.TestCase):
+    def test_macros_in_a_named_netlist(self):
+        text = "  moehub_sram_16x136 \\gen_bank[0].mem_q  (\n  moehub_sram_1x34 u (\n"
+        self.assertEqual(flow.macros_in(text), [(16, 136, 4), (1, 34, 1)])
+
     def test_name_macros(self):
         text = ("  moehub_sram_macro #(\n    .ABITS(32'b00000000000000000000000000000100),\n"
                 "    .WIDTH(32'd136),\n    .WORDS(16)\n  ) \\gen_bank[0].mem_q  (\n    .clk(clk_i)\n  );\n")
