@@ -335,6 +335,16 @@ def merge_previous(path, res, order):
                                                               STORAGE.index(k[1])))]
 
 
+def write_results(out, name, cfg, res):
+    """<out>/<name>.json and .md: this run's blocks merged with an earlier result's others."""
+    merged = dict(res, blocks=merge_previous(os.path.join(out, name + ".json"), res, list(cfg["blocks"])))
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(merged, f, indent=2, sort_keys=True)
+        f.write("\n")
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(markdown(name, cfg, merged))
+
+
 def markdown(name, cfg, res):
     lines = [
         "# Synthesis of configuration `%s`" % name,
@@ -429,12 +439,7 @@ def main():
                 print("flow.py: %s / %s / %s: %.2f um^2 (SRAM %.2f), slack %.1f ps, fmax %s GHz" % (
                     n, b, st, r["area_um2"], r["sram_area_um2"], r["worst_slack_ps"], r["fmax_ghz"]), flush=True)
                 res["blocks"].append(r)
-        res["blocks"] = merge_previous(os.path.join(out, n + ".json"), res, list(cfg["blocks"]))
-        with open(os.path.join(out, n + ".json"), "w") as f:
-            json.dump(res, f, indent=2, sort_keys=True)
-            f.write("\n")
-        with open(os.path.join(out, n + ".md"), "w") as f:
-            f.write(markdown(n, cfg, res))
+                write_results(out, n, cfg, res)  # after every block: a long run leaves what it has done
         print("flow.py: wrote %s and %s" % (os.path.join(out, n + ".json"), os.path.join(out, n + ".md")))
 
 
