@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Synthesizes every RTL block of rtl/ to ASAP7 with Yosys 0.23 and times it
 # with OpenSTA at the hub clock, for the configurations of synth/configs.json.
-# Writes build/synth/<config>.json and .md (and per block: netlist, logs).
+# Writes build/synth/<config>.json and .md (and per block: netlist, logs),
+# each block with the RAT in flip-flops and, where it has one, as SRAM macros.
 #   synth/run_synth.sh                       all configurations
 #   synth/run_synth.sh --config tiny         one configuration
 #   synth/run_synth.sh --clock-ghz 2.0 --out /tmp/synth
