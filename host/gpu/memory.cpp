@@ -35,8 +35,8 @@ int cmd_memory(const Args& a) {
   const auto scheds = a.str_list("schedules", join(registered), {registered.begin(), registered.end()});
   const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
-  const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
-  const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
+  const auto accums = a.str_list("ring-accum", "bf16", {"fp32", "bf16"});
+  const auto chunks = a.int_list("hop-chunk-rows", "-1", -1, 1LL << 30);
   const std::vector<LayerVariant> variants = layer_variants(scheds, accums, chunks);
   validate_eps(base, eps);
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",

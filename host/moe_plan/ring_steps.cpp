@@ -102,16 +102,20 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
           gemm("gemm1_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
           gemm("gemm_d_act", [&](std::int64_t ne) { return GemmDims{ne, Fi, Hi}; });
           mem("swiglu_backward", M * 6.0 * F * db);
-          gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; });
+          auto dx = [&] { gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; }); };
           auto dw = [&](int acc) {
             gemm("gemm_d_w_gate_up", [&](std::int64_t ne) { return GemmDims{ne ? Hi : 0, 2 * Fi, ne}; }, acc);
             gemm("gemm_d_w_down", [&](std::int64_t ne) { return GemmDims{ne ? Fi : 0, Hi, ne}; }, acc);
           };
           if (expert) {
-            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+            // the weight gradients first: x and d_out are then dead and gemm_d_x writes its rows
+            // over the gathered x (one [rows][H] hop buffer less)
             mem("wait_accum", 0.0);
             dw(o.grad_bytes);
+            dx();
+            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
           } else {
+            dx();
             dw(4);  // the resident fp32 parameter gradient
             mem("wait_accum", 0.0);
             mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
