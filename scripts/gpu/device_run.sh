@@ -44,7 +44,7 @@ for s in "$@"; do
     memory)
       stage memory 400 "$BIN" memory --ep 8,16,32,64 ;;
     memory-default)  # EP 8: a2a, the ring's default (bf16, one expert per chunk) and the former default (fp32, whole hops)
-      stage memory_default 300 "$BIN" memory --ep 8 --schedules a2a,ring-expert,ring-token --ring-accum fp32,bf16 --hop-chunk-rows 0,-1 ;;
+      stage memory_default 300 "$BIN" memory --ep 8 --schedules a2a,ring-expert --ring-accum fp32,bf16 --hop-chunk-rows 0,-1 ;;
     memory-options)  # the ring's memory options beside the defaults and a2a
       stage memory_options 500 "$BIN" memory --ep 8,16,32,64 --ring-accum fp32,bf16 --hop-chunk-rows 0,1024 ;;
     hop)
