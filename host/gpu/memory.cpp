@@ -105,8 +105,9 @@ int cmd_memory(const Args& a) {
       for (const LayerVariant& v : variants) {
         const std::string& ring = v.label;
         if (ring != "a2a" && peak_of.count("a2a") && peak_of.count(ring))  // a2a is the baseline
-          std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep),
-                      ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
+          std::printf("ep=%lld a2a / %s per-rank peak: %.3fx (total: %.0f / %.0f bytes), %.2fx (above inputs)\n",
+                      static_cast<long long>(ep), ring.c_str(), peak_of["a2a"] / peak_of[ring], peak_of["a2a"],
+                      peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
       std::fflush(stdout);
     } catch (const OutOfMemory& e) {

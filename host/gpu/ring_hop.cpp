@@ -27,9 +27,10 @@ HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backw
 }
 
 void free_hop(RankAllocator& m, HopBufs& b) {
+  if (b.y == b.x) b.y = nullptr;  // y over x (alloc_hop): one buffer
   for (void* p : {static_cast<void*>(b.x), static_cast<void*>(b.dout), static_cast<void*>(b.gu),
                   static_cast<void*>(b.a), static_cast<void*>(b.y), static_cast<void*>(b.dtw)})
-    if (p && (p != b.y || b.y != b.x)) m.free(p);
+    if (p) m.free(p);
   b = HopBufs{};
 }
 

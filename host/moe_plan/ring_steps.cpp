@@ -35,7 +35,8 @@ void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const Ri
       if (c < 0) bad("negative pair count");
   }
   if (hidden < 1 || ffn < 1 || top_k < 1 || d < 1) bad("hidden, ffn, top_k and dtype bytes must be >= 1");
-  if (o.chunk_rows < 0 || o.accum_bytes < 1 || o.grad_bytes < 1) bad("chunk rows >= 0, accumulator and gradient bytes >= 1");
+  if (o.chunk_rows < kOneExpertPerChunk || o.accum_bytes < 1 || o.grad_bytes < 1)
+    bad("chunk rows >= -1 (-1: one expert per chunk), accumulator and gradient bytes >= 1");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // GPU harness executes and the simulator replays.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -132,6 +133,33 @@ TEST(RingSteps, RejectsInconsistentRouting) {
   r.first_expert.pop_back();
   EXPECT_THROW(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, RingOptions{}), std::invalid_argument);
   EXPECT_THROW(uniform_ring_routing(3, 8, 10, std::vector<std::int32_t>(24)), std::invalid_argument);
+  RingOptions o;
+  o.chunk_rows = -2;  // below kOneExpertPerChunk
+  EXPECT_THROW(ring_pass_steps(uneven(), 64, 32, 2, 2, RingMode::kExpert, true, o), std::invalid_argument);
+}
+
+TEST(RingSteps, OneExpertPerChunkKeepsExpertsWhole) {
+  const RingRouting r = uneven();
+  RingOptions o;
+  o.chunk_rows = kOneExpertPerChunk;
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken}) {
+    const RingPassSteps s = ring_pass_steps(r, 64, 32, 2, 2, mode, true, o);
+    const RingPassSteps w = ring_pass_steps(r, 64, 32, 2, 2, mode, true, RingOptions{});
+    for (const auto& hops : s.hops)
+      for (const HopSteps& hs : hops) {
+        std::int64_t rows = 0;
+        for (const ChunkSteps& c : hs.chunks) {
+          const auto nonzero = std::count_if(c.expert_rows.begin(), c.expert_rows.end(), [](std::int64_t n) { return n > 0; });
+          EXPECT_LE(nonzero, 1);  // never two experts with rows in one chunk
+          EXPECT_EQ(std::accumulate(c.expert_rows.begin(), c.expert_rows.end(), std::int64_t{0}), c.rows);
+          rows += c.rows;
+        }
+        // every expert whole: the chunks' rows add up to the hop's (the whole-hop plan's one chunk)
+        const HopSteps& whole = w.hops[static_cast<std::size_t>(hs.rank)][static_cast<std::size_t>(hs.hop)];
+        EXPECT_EQ(rows, whole.chunks.empty() ? 0 : whole.chunks[0].rows);
+        EXPECT_LE(hs.chunks.size(), 2u);  // two local experts per partition
+      }
+  }
 }
 
 }  // namespace
