@@ -108,13 +108,21 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
             gemm("gemm_d_w_gate_up", [&](std::int64_t ne) { return GemmDims{ne ? Hi : 0, 2 * Fi, ne}; }, acc);
             gemm("gemm_d_w_down", [&](std::int64_t ne) { return GemmDims{ne ? Fi : 0, Hi, ne}; }, acc);
           };
-          if (expert) {
-            // the weight gradients first: x and d_out are then dead and gemm_d_x writes its rows
-            // over the gathered x (one [rows][H] hop buffer less)
+          if (expert && o.chunk_rows != 0) {
+            // chunked hops: the weight gradients first, so that x is dead and gemm_d_x writes
+            // its rows over the gathered x (one [rows][H] hop buffer less); only a hop's first
+            // chunk can wait for the accumulator
             mem("wait_accum", 0.0);
             dw(o.grad_bytes);
             dx();
             mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+          } else if (expert) {
+            // whole hops: d_x before the accumulator wait, which then overlaps the hop's
+            // d_x GEMM and scatter
+            dx();
+            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+            mem("wait_accum", 0.0);
+            dw(o.grad_bytes);
           } else {
             dx();
             dw(4);  // the resident fp32 parameter gradient

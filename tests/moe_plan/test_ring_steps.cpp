@@ -65,6 +65,11 @@ TEST(RingSteps, KernelOrderIsTheGpuHarnesss) {
             (std::vector<std::string>{"gather_x", "gemm1_gate_up", "swiglu", "gemm2_down", "wait_accum", "scatter_out"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[0][1].chunks[0]),
             (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
+                                      "gemm_d_x", "scatter_d_x", "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down"}));
+  RingOptions chunked;  // chunked hops: the weight gradients before d_x (its rows overwrite x)
+  chunked.chunk_rows = kOneExpertPerChunk;
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, chunked).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
                                       "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down", "gemm_d_x", "scatter_d_x"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[0][1].chunks[0]),
             (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
@@ -108,11 +113,11 @@ TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
   o.accum_bytes = 2;
   o.grad_bytes = 2;
   const ChunkSteps c = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[1][2].chunks[0];
-  EXPECT_EQ(c.kernels[8].name, "scatter_d_x");
-  EXPECT_EQ(c.kernels[8].accum_bytes, 2);
-  EXPECT_DOUBLE_EQ(c.kernels[8].bytes, static_cast<double>(c.rows) * 64 * (2 + 4));  // read y, read + write bf16
-  EXPECT_EQ(c.kernels[5].name, "gemm_d_w_gate_up");
-  EXPECT_EQ(c.kernels[5].accum_bytes, 2);  // bf16 gradient partition
+  EXPECT_EQ(c.kernels[5].name, "scatter_d_x");
+  EXPECT_EQ(c.kernels[5].accum_bytes, 2);
+  EXPECT_DOUBLE_EQ(c.kernels[5].bytes, static_cast<double>(c.rows) * 64 * (2 + 4));  // read y, read + write bf16
+  EXPECT_EQ(c.kernels[7].name, "gemm_d_w_gate_up");
+  EXPECT_EQ(c.kernels[7].accum_bytes, 2);  // bf16 gradient partition
   const ChunkSteps t = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[1][2].chunks[0];
   EXPECT_EQ(t.kernels[5].name, "gemm_d_w_gate_up");
   EXPECT_EQ(t.kernels[5].accum_bytes, 4);  // the resident parameter gradient stays fp32
@@ -121,8 +126,8 @@ TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
   ASSERT_EQ(e.first, 0);
   ASSERT_EQ(e.expert_rows.size(), 2u);
   EXPECT_EQ(e.expert_rows[1], 0);  // expert 5 (partition 2's second)
-  EXPECT_EQ(e.kernels[5].name, "gemm_d_w_gate_up");
-  EXPECT_EQ(e.kernels[5].gemms[1].m, 0);
+  EXPECT_EQ(e.kernels[7].name, "gemm_d_w_gate_up");
+  EXPECT_EQ(e.kernels[7].gemms[1].m, 0);
 }
 
 TEST(RingSteps, RejectsInconsistentRouting) {
