@@ -83,7 +83,7 @@ int cmd_check(const Args& a) {
   // ring variants: every ring schedule runs with each accumulator type and hop chunk limit
   // (the defaults add bf16 accumulators and chunks below one hop's and one expert's rows)
   const auto accums = a.str_list("ring-accum", "fp32,bf16", {"fp32", "bf16"});
-  const auto chunks = a.int_list("hop-chunk-rows", "0,8,40", 0, 1LL << 30);
+  const auto chunks = a.int_list("hop-chunk-rows", "-1,0,8,40", -1, 1LL << 30);
   const double tol = 1e-2;
   std::unique_ptr<Transport> nccl;
   if (tname == "nccl") {  // one EP: the number of processes

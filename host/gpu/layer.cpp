@@ -34,8 +34,8 @@ void validate(const LayerConfig& c) {
   if (c.top_k < 1 || c.top_k > 32 || c.top_k > c.experts) bad("top_k must be in [1, min(32, experts)]");
   if (c.ep < 1 || c.ep > 1024 || c.experts % c.ep) bad("ep must be in [1, 1024] and divide experts");
   if (c.tokens * c.top_k > INT32_MAX / 2) bad("tokens * top_k must stay below 2^30");
-  if (c.hop_chunk_rows < 0 || c.hop_chunk_rows > (1LL << 30))
-    bad("hop chunk rows (--hop-chunk-rows) must be in [0, 1073741824] (0 = the whole hop)");
+  if (c.hop_chunk_rows < -1 || c.hop_chunk_rows > (1LL << 30))
+    bad("hop chunk rows (--hop-chunk-rows) must be in [-1, 1073741824] (0 = the whole hop, -1 = one expert per chunk)");
   if (c.ring_accum != RingAccum::kFp32 && c.ring_accum != RingAccum::kBf16)
     bad("ring accumulators (--ring-accum) must be fp32 or bf16");
 }

@@ -44,12 +44,14 @@ struct LayerConfig {
   std::int64_t tokens = 0;  ///< T, tokens per rank
   int hidden = 0, ffn = 0, experts = 0, top_k = 0;
   int ep = 1;               ///< N, ranks
-  RingAccum ring_accum = RingAccum::kFp32;
+  /// default bf16: with one-expert chunks, the ring's memory target (docs/results/gpu-h200.md)
+  RingAccum ring_accum = RingAccum::kBf16;
   /// Ring schedules: a hop's matched rows are processed in chunks of at most this many
   /// rows (consecutive whole local experts while they fit; an expert with more rows is
   /// split into near-equal pieces; plan::hop_chunks); the hop buffers hold the largest
-  /// chunk. 0: the whole hop.
-  std::int64_t hop_chunk_rows = 0;
+  /// chunk. 0: the whole hop; -1 (plan::kOneExpertPerChunk, the default): one local expert
+  /// per chunk, never split, so the hop buffers hold the largest expert's rows.
+  std::int64_t hop_chunk_rows = -1;
   int local_experts() const { return experts / ep; }
   PartitionLayout partition() const { return {local_experts(), hidden, ffn}; }
 };

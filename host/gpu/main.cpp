@@ -23,10 +23,10 @@ const char* kUsage =
     "              --ep 1,2,8,16 --routing uniform,skewed --schedules {SCHEDULES,}\n"
     "              --tokens 96 --hidden 256 --ffn 128 --experts 32 --top-k 4 --seed N --gemm auto|loop|streams|grouped|wgmma\n"
     "              --transport nccl (one rank per process, EP = the number of processes) --rendezvous DIR\n"
-    "              --ring-accum fp32,bf16 --hop-chunk-rows 0,8,40 (ring variants: each ring schedule runs with each)\n"
+    "              --ring-accum fp32,bf16 --hop-chunk-rows -1,0,8,40 (ring variants: each ring schedule runs with each)\n"
     "  memory      per-rank peak device memory of the layer, folded ranks, vs the planner's prediction\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
-    "              --ring-accum fp32|bf16[,...] --hop-chunk-rows 0[,N...] (ring rows per variant; a2a once)\n"
+    "              --ring-accum bf16|fp32[,...] --hop-chunk-rows -1[,N...] (ring rows per variant; a2a once)\n"
     "  bench-gemm  expert GEMM throughput (loop, streams, grouped, wgmma, auto) vs a dense GEMM of the same FLOPs\n"
     "              --tokens 16384 --models mixtral-8x7b,qwen3-30b-a3b,qwen1.5-moe-a2.7b --routing balanced|skewed\n"
     "  bench-hop   one ring-expert hop: compute, copy, and both overlapped\n"
@@ -34,7 +34,7 @@ const char* kUsage =
     "  run         time the layer and optionally write a trace\n"
     "              --schedule {SCHEDULES|}|ring --transport folded|nccl --ep 8 --iters 3\n"
     "              --trace-dir DIR --rendezvous DIR (nccl without MPI) and the shape options\n"
-    "              --ring-accum fp32|bf16 --hop-chunk-rows N (0 = whole hop)\n";
+    "              --ring-accum bf16|fp32 --hop-chunk-rows N (default bf16, -1 = one expert per chunk; 0 = whole hop)\n";
 
 /// The usage text with the registered schedules' names (schedule.hpp).
 std::string usage() {

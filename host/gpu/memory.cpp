@@ -35,8 +35,8 @@ int cmd_memory(const Args& a) {
   const auto scheds = a.str_list("schedules", join(registered), {registered.begin(), registered.end()});
   const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   // ring variants (a2a runs once): each ring schedule with each accumulator type and chunk limit
-  const auto accums = a.str_list("ring-accum", "fp32", {"fp32", "bf16"});
-  const auto chunks = a.int_list("hop-chunk-rows", "0", 0, 1LL << 30);
+  const auto accums = a.str_list("ring-accum", "bf16", {"fp32", "bf16"});
+  const auto chunks = a.int_list("hop-chunk-rows", "-1", -1, 1LL << 30);
   const std::vector<LayerVariant> variants = layer_variants(scheds, accums, chunks);
   validate_eps(base, eps);
   std::printf("memory: T=%lld per rank, H=%d, F=%d, E=%d, k=%d, folded ranks on %s\n",
@@ -105,8 +105,9 @@ int cmd_memory(const Args& a) {
       for (const LayerVariant& v : variants) {
         const std::string& ring = v.label;
         if (ring != "a2a" && peak_of.count("a2a") && peak_of.count(ring))  // a2a is the baseline
-          std::printf("ep=%lld a2a / %s per-rank peak: %.2fx (total), %.2fx (above inputs)\n", static_cast<long long>(ep),
-                      ring.c_str(), peak_of["a2a"] / peak_of[ring], above_of["a2a"] / above_of[ring]);
+          std::printf("ep=%lld a2a / %s per-rank peak: %.3fx (total: %.0f / %.0f bytes), %.2fx (above inputs)\n",
+                      static_cast<long long>(ep), ring.c_str(), peak_of["a2a"] / peak_of[ring], peak_of["a2a"],
+                      peak_of[ring], above_of["a2a"] / above_of[ring]);
       }
       std::fflush(stdout);
     } catch (const OutOfMemory& e) {

@@ -11,14 +11,14 @@ namespace moehub::gpu {
 
 namespace k = moehub::kernels;
 
-HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward) {
+HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward, bool y_over_x) {
   HopBufs b;
   const auto R = std::max<std::int64_t>(rows, 1);
   const auto RH = static_cast<std::size_t>(R * d.H), RF = static_cast<std::size_t>(R * d.F);
   b.x = m.alloc_n<bf16_t>(RH, "hop_x");
   b.gu = m.alloc_n<bf16_t>(2 * RF, "hop_gate_up_act");
   b.a = m.alloc_n<bf16_t>(RF, "hop_swiglu_out");
-  b.y = m.alloc_n<bf16_t>(RH, backward ? "hop_dx" : "hop_expert_out");
+  b.y = y_over_x ? b.x : m.alloc_n<bf16_t>(RH, backward ? "hop_dx" : "hop_expert_out");
   if (backward) {
     b.dout = m.alloc_n<bf16_t>(RH, "hop_d_out");
     b.dtw = m.alloc_n<float>(static_cast<std::size_t>(R), "hop_d_topk_weights");
@@ -27,6 +27,7 @@ HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backw
 }
 
 void free_hop(RankAllocator& m, HopBufs& b) {
+  if (b.y == b.x) b.y = nullptr;  // y over x (alloc_hop): one buffer
   for (void* p : {static_cast<void*>(b.x), static_cast<void*>(b.dout), static_cast<void*>(b.gu),
                   static_cast<void*>(b.a), static_cast<void*>(b.y), static_cast<void*>(b.dtw)})
     if (p) m.free(p);

@@ -23,7 +23,9 @@ struct HopBufs {
   float* dtw = nullptr;  ///< per chunk row (token routing's gate-weight gradients)
 };
 /// Buffers for chunks of up to `rows` rows (at least one), from the rank's pool.
-HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward);
+/// `y_over_x`: y is the x buffer (the chunked backward of expert routing, whose gemm_d_x
+/// runs after the last reader of x; plan::ring_pass_steps), one [rows][H] buffer less.
+HopBufs alloc_hop(RankAllocator& m, const Dims& d, std::int64_t rows, bool backward, bool y_over_x = false);
 void free_hop(RankAllocator& m, HopBufs& b);
 
 /// Adds b.y's chunk rows (scaled by the pairs' gate weights when `w` is given) into a

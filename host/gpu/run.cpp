@@ -29,8 +29,8 @@ namespace moehub::gpu {
 
 int cmd_run(const Args& a) {
   LayerConfig c = layer_args(a, 4096, 2048, 768, 128, 8);
-  c.ring_accum = from_user_input("", [&] { return parse_ring_accum(a.str("ring-accum", "fp32")); });
-  c.hop_chunk_rows = a.integer("hop-chunk-rows", 0, 0, 1LL << 30);
+  c.ring_accum = from_user_input("", [&] { return parse_ring_accum(a.str("ring-accum", "bf16")); });
+  c.hop_chunk_rows = a.integer("hop-chunk-rows", -1, -1, 1LL << 30);
   const std::string tname = a.str("transport", "folded");
   if (tname != "folded" && tname != "nccl") throw UsageError("--transport must be folded or nccl (got '" + tname + "')");
   // every argument is checked before the device is touched

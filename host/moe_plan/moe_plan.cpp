@@ -129,9 +129,9 @@ int ring_recv_peer(int rank, int n) {
 }
 
 std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows, std::int64_t max_rows) {
-  if (max_rows < 0)
+  if (max_rows < kOneExpertPerChunk)
     throw std::invalid_argument("hop_chunks: max_rows_per_chunk = " + std::to_string(max_rows) +
-                                " must be >= 0 (0 = the whole hop)");
+                                " must be >= -1 (0 = the whole hop, -1 = one expert per chunk)");
   std::vector<HopChunk> out;
   HopChunk cur{-1, -1, 0, {}};
   auto flush = [&] {
@@ -150,6 +150,7 @@ std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows, std::int
       continue;
     }
     if (cur.first >= 0 && max_rows > 0 && cur.rows + r > max_rows) flush();
+    if (cur.first >= 0 && max_rows == kOneExpertPerChunk && cur.rows > 0 && r > 0) flush();
     if (cur.first < 0) cur.first = e;
     cur.last = e + 1;
     cur.rows += r;

@@ -79,10 +79,13 @@ int ring_recv_peer(int rank, int n);
 // local expert i, consecutive), are processed in chunks of at most max_rows_per_chunk rows:
 // consecutive whole experts while they fit, and an expert with more rows than the limit
 // split into the fewest near-equal pieces that fit, one chunk each (its weight gradient then
-// accumulates over its pieces). max_rows_per_chunk = 0 means one chunk for the whole hop.
+// accumulates over its pieces). max_rows_per_chunk = 0 means one chunk for the whole hop;
+// kOneExpertPerChunk (-1) one chunk per expert with rows, never split (an empty expert joins
+// the chunk before it, or the next when it leads), so the buffers hold the largest expert.
 // Returns the chunks in order, covering every row once; expert_rows[i] is the rows of local
 // expert first + i in the chunk (none when there are no experts). Throws
-// std::invalid_argument for a negative limit.
+// std::invalid_argument for a limit below -1.
+constexpr std::int64_t kOneExpertPerChunk = -1;
 struct HopChunk {
   int first, last;  ///< local experts [first, last)
   std::int64_t rows;

@@ -35,7 +35,8 @@ void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const Ri
       if (c < 0) bad("negative pair count");
   }
   if (hidden < 1 || ffn < 1 || top_k < 1 || d < 1) bad("hidden, ffn, top_k and dtype bytes must be >= 1");
-  if (o.chunk_rows < 0 || o.accum_bytes < 1 || o.grad_bytes < 1) bad("chunk rows >= 0, accumulator and gradient bytes >= 1");
+  if (o.chunk_rows < kOneExpertPerChunk || o.accum_bytes < 1 || o.grad_bytes < 1)
+    bad("chunk rows >= -1 (-1: one expert per chunk), accumulator and gradient bytes >= 1");
 }
 
 }  // namespace
@@ -102,16 +103,28 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
           gemm("gemm1_gate_up", [&](std::int64_t ne) { return GemmDims{ne, 2 * Fi, Hi}; });
           gemm("gemm_d_act", [&](std::int64_t ne) { return GemmDims{ne, Fi, Hi}; });
           mem("swiglu_backward", M * 6.0 * F * db);
-          gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; });
+          auto dx = [&] { gemm("gemm_d_x", [&](std::int64_t ne) { return GemmDims{ne, Hi, 2 * Fi}; }); };
           auto dw = [&](int acc) {
             gemm("gemm_d_w_gate_up", [&](std::int64_t ne) { return GemmDims{ne ? Hi : 0, 2 * Fi, ne}; }, acc);
             gemm("gemm_d_w_down", [&](std::int64_t ne) { return GemmDims{ne ? Fi : 0, Hi, ne}; }, acc);
           };
-          if (expert) {
+          if (expert && o.chunk_rows != 0) {
+            // chunked hops: the weight gradients first, so that x is dead and gemm_d_x writes
+            // its rows over the gathered x (one [rows][H] hop buffer less); only a hop's first
+            // chunk can wait for the accumulator
+            mem("wait_accum", 0.0);
+            dw(o.grad_bytes);
+            dx();
+            mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
+          } else if (expert) {
+            // whole hops: d_x before the accumulator wait, which then overlaps the hop's
+            // d_x GEMM and scatter
+            dx();
             mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);
             mem("wait_accum", 0.0);
             dw(o.grad_bytes);
           } else {
+            dx();
             dw(4);  // the resident fp32 parameter gradient
             mem("wait_accum", 0.0);
             mem("scatter_d_x", M * H * (db + 2.0 * a), o.accum_bytes);

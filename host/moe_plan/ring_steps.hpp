@@ -20,11 +20,13 @@
 //              gemm_d_act        {n_e, F, H}       dA' = d_out Wd^T (unscaled)
 //              swiglu_backward   M*6F*d            recomputes the activation, gives dGU,
 //                                                  A and the gate-weight gradient
-//              gemm_d_x          {n_e, H, 2F}
-//   expert routing: scatter_d_x (M*H*(d + 2a), into the rank's own accumulator),
-//              wait_accum (the weight-gradient partition arrives with this hop's
-//              transfer), gemm_d_w {H, 2F, n_e} and {F, H, n_e} into it (g bytes)
-//   token routing: gemm_d_w into the resident fp32 parameter gradient, wait_accum,
+//   expert routing, whole hops (chunk_rows 0): gemm_d_x {n_e, H, 2F}, scatter_d_x
+//              (M*H*(d + 2a), into the rank's own accumulator), wait_accum (the
+//              weight-gradient partition arrives with this hop's transfer), gemm_d_w
+//              {H, 2F, n_e} and {F, H, n_e} into it (g bytes); chunked hops: wait_accum,
+//              gemm_d_w, gemm_d_x, scatter_d_x (the weight gradients first, so that the
+//              d_x rows can overwrite the gathered x)
+//   token routing: gemm_d_x, gemm_d_w into the resident fp32 parameter gradient, wait_accum,
 //              scatter_d_x (into the travelling accumulator), scatter_d_topk_weights
 //              (M*4*3)
 // A hop's transfer (ring_exchange: send to (r+1) mod N, receive from (r-1) mod N) carries

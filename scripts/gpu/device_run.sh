@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm-test, gemm, memory, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# gemm-test, gemm, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -43,6 +43,8 @@ for s in "$@"; do
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;
     memory)
       stage memory 400 "$BIN" memory --ep 8,16,32,64 ;;
+    memory-default)  # EP 8: a2a, the ring's default (bf16, one expert per chunk) and the former default (fp32, whole hops)
+      stage memory_default 300 "$BIN" memory --ep 8 --schedules a2a,ring-expert --ring-accum fp32,bf16 --hop-chunk-rows 0,-1 ;;
     memory-options)  # the ring's memory options beside the defaults and a2a
       stage memory_options 500 "$BIN" memory --ep 8,16,32,64 --ring-accum fp32,bf16 --hop-chunk-rows 0,1024 ;;
     hop)
@@ -67,6 +69,10 @@ for s in "$@"; do
       done ;;
     ab)  # layer time of the build in BASE_DIR (another checkout, built with the gpu preset) against this one
       stage ab_run 300 scripts/gpu/ab_run.sh "${BASE_DIR:-../base}/$BIN" "$BIN" --ep 8 --tokens 8192 --iters 5 ;;
+    ab-pub)  # the same at the published configuration (49,152 tokens per rank), ring schedules
+      export SCHEDULES="ring-expert ring-token"
+      stage ab_run_pub 400 scripts/gpu/ab_run.sh "${BASE_DIR:-../base}/$BIN" "$BIN" --ep 8 --tokens 49152 --iters 3
+      unset SCHEDULES ;;
     rank-failure)  # a rank that fails on purpose: the other must exit non-zero within seconds
       stage rank_failure 400 scripts/gpu/rank_failure.sh "$BIN" ;;
     tests)

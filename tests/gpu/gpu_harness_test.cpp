@@ -72,12 +72,12 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
   // ring variants: accumulator names and chunk limits (0 = whole hop, never negative)
   EXPECT_TRUE(exits_with("check --ring-accum fp16", 2));
   EXPECT_TRUE(exits_with("check --ring-accum fp32,half", 2));
-  EXPECT_TRUE(exits_with("check --hop-chunk-rows -1", 2));
+  EXPECT_TRUE(exits_with("check --hop-chunk-rows -2", 2));
   EXPECT_TRUE(exits_with("check --hop-chunk-rows 8,many", 2));
   EXPECT_TRUE(exits_with("memory --ring-accum double", 2));
   EXPECT_TRUE(exits_with("memory --hop-chunk-rows -5", 2));
   EXPECT_TRUE(exits_with("run --ring-accum fp64", 2));
-  EXPECT_TRUE(exits_with("run --hop-chunk-rows -1", 2));
+  EXPECT_TRUE(exits_with("run --hop-chunk-rows -2", 2));
   EXPECT_TRUE(exits_with("bench-hop --ring-accum bf16", 2));  // not an option of bench-hop
 }
 
@@ -172,8 +172,10 @@ TEST(GpuHarnessArgs, LayerConfigValidation) {
   ring.ring_accum = moehub::gpu::RingAccum::kBf16;
   ring.hop_chunk_rows = 1;
   EXPECT_NO_THROW(moehub::gpu::validate(ring));
+  ring.hop_chunk_rows = -1;  // one expert per chunk
+  EXPECT_NO_THROW(moehub::gpu::validate(ring));
   bad = c;
-  bad.hop_chunk_rows = -1;
+  bad.hop_chunk_rows = -2;
   EXPECT_THROW(moehub::gpu::validate(bad), std::invalid_argument);
 }
 

@@ -323,6 +323,10 @@ TEST(HopChunks, WholeExpertsUpToTheLimitAndLargeExpertsSplit) {
   // an expert above the limit is split into near-equal pieces, one chunk each
   EXPECT_EQ(ranges(hop_chunks(rows, 8)), (V{{0, 3, 8}, {3, 4, 6}, {3, 4, 6}, {4, 6, 4}}));
   EXPECT_EQ(ranges(hop_chunks(rows, 4)), (V{{0, 1, 3}, {0, 1, 2}, {1, 3, 3}, {3, 4, 4}, {3, 4, 4}, {3, 4, 4}, {4, 6, 4}}));
+  // -1: one chunk per expert with rows, never split; the empty expert 1 joins expert 0
+  EXPECT_EQ(ranges(hop_chunks(rows, moehub::plan::kOneExpertPerChunk)),
+            (V{{0, 2, 5}, {2, 3, 3}, {3, 4, 12}, {4, 5, 2}, {5, 6, 2}}));
+  EXPECT_EQ(ranges(hop_chunks({0, 0, 5, 0}, moehub::plan::kOneExpertPerChunk)), (V{{0, 4, 5}}));
   const auto ones = hop_chunks(rows, 1);
   ASSERT_EQ(ones.size(), 25u);  // 24 chunks of one row and the empty expert 1 on its own
   for (const auto& c : ones) EXPECT_LE(c.rows, 1);
@@ -340,7 +344,7 @@ TEST(HopChunks, WholeExpertsUpToTheLimitAndLargeExpertsSplit) {
   EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 5), 5);
   EXPECT_EQ(moehub::plan::max_chunk_rows(rows, 0), 24);
   EXPECT_EQ(moehub::plan::max_chunk_rows({}, 8), 0);
-  EXPECT_THROW(hop_chunks(rows, -1), std::invalid_argument);
+  EXPECT_THROW(hop_chunks(rows, -2), std::invalid_argument);  // -1 is one expert per chunk
 }
 
 TEST(BufferPlan, ChunkedHopBuffersHoldOneChunk) {

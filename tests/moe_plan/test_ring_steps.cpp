@@ -2,6 +2,7 @@
 // GPU harness executes and the simulator replays.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -65,6 +66,11 @@ TEST(RingSteps, KernelOrderIsTheGpuHarnesss) {
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o).hops[0][1].chunks[0]),
             (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
                                       "gemm_d_x", "scatter_d_x", "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down"}));
+  RingOptions chunked;  // chunked hops: the weight gradients before d_x (its rows overwrite x)
+  chunked.chunk_rows = kOneExpertPerChunk;
+  EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, chunked).hops[0][1].chunks[0]),
+            (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
+                                      "wait_accum", "gemm_d_w_gate_up", "gemm_d_w_down", "gemm_d_x", "scatter_d_x"}));
   EXPECT_EQ(names(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o).hops[0][1].chunks[0]),
             (std::vector<std::string>{"gather_x_d_out", "gemm1_gate_up", "gemm_d_act", "swiglu_backward",
                                       "gemm_d_x", "gemm_d_w_gate_up", "gemm_d_w_down", "wait_accum", "scatter_d_x",
@@ -120,6 +126,7 @@ TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
   ASSERT_EQ(e.first, 0);
   ASSERT_EQ(e.expert_rows.size(), 2u);
   EXPECT_EQ(e.expert_rows[1], 0);  // expert 5 (partition 2's second)
+  EXPECT_EQ(e.kernels[7].name, "gemm_d_w_gate_up");
   EXPECT_EQ(e.kernels[7].gemms[1].m, 0);
 }
 
@@ -131,6 +138,33 @@ TEST(RingSteps, RejectsInconsistentRouting) {
   r.first_expert.pop_back();
   EXPECT_THROW(ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, RingOptions{}), std::invalid_argument);
   EXPECT_THROW(uniform_ring_routing(3, 8, 10, std::vector<std::int32_t>(24)), std::invalid_argument);
+  RingOptions o;
+  o.chunk_rows = -2;  // below kOneExpertPerChunk
+  EXPECT_THROW(ring_pass_steps(uneven(), 64, 32, 2, 2, RingMode::kExpert, true, o), std::invalid_argument);
+}
+
+TEST(RingSteps, OneExpertPerChunkKeepsExpertsWhole) {
+  const RingRouting r = uneven();
+  RingOptions o;
+  o.chunk_rows = kOneExpertPerChunk;
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken}) {
+    const RingPassSteps s = ring_pass_steps(r, 64, 32, 2, 2, mode, true, o);
+    const RingPassSteps w = ring_pass_steps(r, 64, 32, 2, 2, mode, true, RingOptions{});
+    for (const auto& hops : s.hops)
+      for (const HopSteps& hs : hops) {
+        std::int64_t rows = 0;
+        for (const ChunkSteps& c : hs.chunks) {
+          const auto nonzero = std::count_if(c.expert_rows.begin(), c.expert_rows.end(), [](std::int64_t n) { return n > 0; });
+          EXPECT_LE(nonzero, 1);  // never two experts with rows in one chunk
+          EXPECT_EQ(std::accumulate(c.expert_rows.begin(), c.expert_rows.end(), std::int64_t{0}), c.rows);
+          rows += c.rows;
+        }
+        // every expert whole: the chunks' rows add up to the hop's (the whole-hop plan's one chunk)
+        const HopSteps& whole = w.hops[static_cast<std::size_t>(hs.rank)][static_cast<std::size_t>(hs.hop)];
+        EXPECT_EQ(rows, whole.chunks.empty() ? 0 : whole.chunks[0].rows);
+        EXPECT_LE(hs.chunks.size(), 2u);  // two local experts per partition
+      }
+  }
 }
 
 }  // namespace

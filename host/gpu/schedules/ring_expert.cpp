@@ -77,7 +77,8 @@ class RingExpertSchedule final : public LayerSchedule {
       RankState& s = st[li];
       L.phase_begin(r, phase, "compute", r.comp);
       s.steps = std::move(all.hops[static_cast<std::size_t>(r.rank)]);
-      s.hop = alloc_hop(*r.mem, d, largest_chunk(s.steps), bwd);
+      // chunked backward hops run gemm_d_x after the last reader of x (plan::ring_pass_steps)
+      s.hop = alloc_hop(*r.mem, d, largest_chunk(s.steps), bwd, /*y_over_x=*/bwd && c.hop_chunk_rows != 0);
       if (bwd && acc16 && c.hop_chunk_rows > 0) {
         std::int64_t most = 0;
         for (int q = 0; q < c.ep; ++q)
