@@ -13,6 +13,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest  # unit tests
   libbenchmark-dev          # benchmarks
   python3                   # report scripts, tests/fuzz/mutate_sim.py
+  python3-matplotlib        # the plots of docs/results (scripts run with /usr/bin/python3)
   verilator                 # 5.006: lint and the C++ testbenches of rtl/ (tb/)
   yosys                     # 0.23: synthesis to ASAP7 cells (synth/)
   opensta                   # OpenSTA 2.0.17, binary `sta`: static timing of the netlists
