@@ -37,10 +37,13 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
     }
     Region r;
     r.spec = &rg;
-    r.base = map.allocate(rg.gpu, "rowsp:expert" + std::to_string(rg.expert),
-                          static_cast<std::uint64_t>(rg.capacity_rows) * rg.row_bytes);
-    r.row_of_lrid.assign(static_cast<std::size_t>(rg.capacity_rows), -1);
     const std::int64_t groups = groups_of(std::max(rg.capacity_rows, rg.expected_rows), tile_m_);
+    // the region's address range covers whole thread-block groups: the DAM
+    // counts every write in [base, base + groups x tile rows x row size) for
+    // this region, so no other buffer may start inside the last group's tiles
+    r.base = map.allocate(rg.gpu, "rowsp:expert" + std::to_string(rg.expert),
+                          static_cast<std::uint64_t>(groups * tile_m_) * rg.row_bytes);
+    r.row_of_lrid.assign(static_cast<std::size_t>(rg.capacity_rows), -1);
     if (groups > kMaxGroupsPerRegion) {
       throw std::invalid_argument("rowsp region of expert " + std::to_string(rg.expert) + ": more than " +
                                   std::to_string(kMaxGroupsPerRegion) + " thread-block groups");

@@ -99,6 +99,16 @@ TEST_P(Variant, SmallJobPassesTheSelfChecks) {
   for (const auto& w : out.results.at("routing_to_gemm1").at("per_gpu_us")) EXPECT_GT(w.get<double>(), 0.0);
 }
 
+// A job of fewer tokens than one GEMM tile: a region's DAM range covers whole
+// thread-block groups (tile rows), beyond the rows the region holds; no other
+// buffer may lie there, or its writes (the combine's) count as the region's.
+TEST_P(Variant, JobSmallerThanOneTilePassesTheSelfChecks) {
+  RunRequest req = request(GetParam(), 64);
+  ASSERT_LT(req.workload.tokens, req.system.gpu.gemm_tile_m);
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+}
+
 INSTANTIATE_TEST_SUITE_P(MoeHub, Variant, ::testing::Values("moehub", "moehub-base", "moehub-pkt", "moehub-dep"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            std::string n = p.param;
