@@ -1,58 +1,10 @@
 #include "workload/baseline_common.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace moehub::baseline_detail {
 
 using namespace schedule_detail;
-
-namespace {
-
-bool selected(const RowFilter& f, int G, std::size_t src, std::size_t dst, std::int64_t token, std::int64_t T) {
-  if (f.shift >= 0 && static_cast<int>(dst) != (static_cast<int>(src) + f.shift) % G) return false;
-  if (f.chunks > 1) {
-    const std::int64_t lo = f.chunk * T / f.chunks;
-    const std::int64_t hi = (f.chunk + 1) * T / f.chunks;
-    if (token < lo || token >= hi) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-AllToAll filtered_all_to_all(const std::string& name, const Routing& r, const ExpertPlacement& p,
-                             std::uint32_t row_bytes, int sms, bool reverse, const RowFilter& f) {
-  const auto G = static_cast<std::size_t>(r.num_gpus);
-  const auto k = static_cast<std::int64_t>(r.top_k);
-  const auto off = token_offsets(r);
-  AllToAll a;
-  a.name = name;
-  a.row_bytes = row_bytes;
-  a.sms = sms;
-  a.rows.assign(G, std::vector<std::vector<std::int64_t>>(G));
-  a.expected_dst.assign(static_cast<std::size_t>(off[G] * k), -1);
-  for (std::size_t s = 0; s < G; ++s) {
-    const auto& ids = r.expert_ids[s];
-    const std::int64_t T = r.tokens_per_gpu[s];
-    std::vector<std::int64_t> order(static_cast<std::size_t>(T * k));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) {
-      return ids[static_cast<std::size_t>(x)] < ids[static_cast<std::size_t>(y)];
-    });
-    for (const std::int64_t local : order) {
-      const int expert = ids[static_cast<std::size_t>(local)];
-      const auto owner = static_cast<std::size_t>(p.owner[static_cast<std::size_t>(expert)]);
-      if (!selected(f, r.num_gpus, s, owner, local / k, T)) continue;
-      const std::int64_t id = off[s] * k + local;
-      const std::size_t from = reverse ? owner : s;
-      const std::size_t to = reverse ? s : owner;
-      a.rows[from][to].push_back(id);
-      a.expected_dst[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(to);
-    }
-  }
-  return a;
-}
 
 std::vector<std::int64_t> local_rows(const Routing& r, const ExpertPlacement& p, int g, const RowFilter& f) {
   const auto gi = static_cast<std::size_t>(g);
@@ -64,7 +16,7 @@ std::vector<std::int64_t> local_rows(const Routing& r, const ExpertPlacement& p,
     const std::int64_t T = r.tokens_per_gpu[s];
     for (std::int64_t i = 0; i < T * k; ++i) {
       const int e = ids[static_cast<std::size_t>(i)];
-      if (p.owner[static_cast<std::size_t>(e)] != g || !selected(f, r.num_gpus, s, gi, i / k, T)) continue;
+      if (p.owner[static_cast<std::size_t>(e)] != g || !f.selects(r.num_gpus, s, gi, i / k, T)) continue;
       ++rows[static_cast<std::size_t>(e - first)];
     }
   }
@@ -127,10 +79,10 @@ Schedule build_fused(const ModelConfig& m, const Routing& r, const ExpertPlaceme
     f.shift = st;
     disp.push_back(static_cast<int>(s.collectives.size()));
     s.collectives.push_back(
-        filtered_all_to_all("dispatch_chunk" + std::to_string(st), r, p, row_bytes, comm_sms, false, f));
+        token_all_to_all("dispatch_chunk" + std::to_string(st), r, p, row_bytes, comm_sms, false, f));
     comb.push_back(static_cast<int>(s.collectives.size()));
     s.collectives.push_back(
-        filtered_all_to_all("combine_chunk" + std::to_string(st), r, p, row_bytes, comm_sms, true, f));
+        token_all_to_all("combine_chunk" + std::to_string(st), r, p, row_bytes, comm_sms, true, f));
   }
   const int counts = add_count_exchange(s, m, G);
 

@@ -1,7 +1,7 @@
 // Pieces the overlapped software baselines (fastermoe, tutel, comet, ccfuser)
-// share: all-to-alls restricted to one step of a pairwise exchange or to one
-// chunk of every GPU's tokens, the rows each GPU's experts receive from them,
-// and the host-side address resolution (count exchange plus synchronisation)
+// share: the rows each GPU's experts receive from an all-to-all restricted (by a
+// schedule_detail::RowFilter) to one step of a pairwise exchange or to one chunk
+// of every GPU's tokens, and the host-side address resolution (count exchange plus synchronisation)
 // that every baseline built on dynamic shapes pays before its dispatch.
 #pragma once
 
@@ -13,20 +13,7 @@
 
 namespace moehub::baseline_detail {
 
-/// Which token rows of a dispatch an all-to-all carries.
-struct RowFilter {
-  /// Pairwise step: only rows from GPU s to GPU (s + shift) % G (-1: every pair).
-  int shift = -1;
-  /// Token chunk: only tokens t with chunk * T / chunks <= t < (chunk + 1) * T / chunks
-  /// of each GPU (chunks 1: all tokens).
-  int chunk = 0;
-  int chunks = 1;
-};
-
-/// The dispatch all-to-all of the rows `f` selects (sorted by expert within each
-/// pair) or, with `reverse`, the combine that brings them back.
-AllToAll filtered_all_to_all(const std::string& name, const Routing& r, const ExpertPlacement& p,
-                             std::uint32_t row_bytes, int sms, bool reverse, const RowFilter& f);
+using schedule_detail::RowFilter;
 
 /// Rows that GPU g's local experts receive among the rows `f` selects, per local expert.
 std::vector<std::int64_t> local_rows(const Routing& r, const ExpertPlacement& p, int g, const RowFilter& f);

@@ -28,10 +28,10 @@ Schedule build_fastermoe(const ModelConfig& m, const Routing& r, const ExpertPla
     f.shift = st;
     disp[static_cast<std::size_t>(st)] = static_cast<int>(s.collectives.size());
     s.collectives.push_back(
-        filtered_all_to_all("dispatch_step" + std::to_string(st), r, p, row_bytes, opt.comm_sms, false, f));
+        token_all_to_all("dispatch_step" + std::to_string(st), r, p, row_bytes, opt.comm_sms, false, f));
     comb[static_cast<std::size_t>(st)] = static_cast<int>(s.collectives.size());
     s.collectives.push_back(
-        filtered_all_to_all("combine_step" + std::to_string(st), r, p, row_bytes, opt.comm_sms, true, f));
+        token_all_to_all("combine_step" + std::to_string(st), r, p, row_bytes, opt.comm_sms, true, f));
   }
   const int counts = add_count_exchange(s, m, G);
 

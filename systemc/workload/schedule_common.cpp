@@ -27,7 +27,7 @@ std::vector<std::vector<std::int64_t>> rows_per_local_expert(const Routing& r,
 }
 
 AllToAll token_all_to_all(const std::string& name, const Routing& r, const ExpertPlacement& p,
-                          std::uint32_t row_bytes, int sms, bool reverse) {
+                          std::uint32_t row_bytes, int sms, bool reverse, const RowFilter& f) {
   const auto G = static_cast<std::size_t>(r.num_gpus);
   const auto k = static_cast<std::int64_t>(r.top_k);
   const auto off = token_offsets(r);
@@ -49,14 +49,12 @@ AllToAll token_all_to_all(const std::string& name, const Routing& r, const Exper
     for (const std::int64_t local : order) {
       const int expert = ids[static_cast<std::size_t>(local)];
       const auto owner = static_cast<std::size_t>(p.owner[static_cast<std::size_t>(expert)]);
+      if (!f.selects(r.num_gpus, s, owner, local / k, T)) continue;
       const std::int64_t id = off[s] * k + local;
-      if (!reverse) {
-        a.rows[s][owner].push_back(id);
-        a.expected_dst[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(owner);
-      } else {
-        a.rows[owner][s].push_back(id);
-        a.expected_dst[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(s);
-      }
+      const std::size_t from = reverse ? owner : s;
+      const std::size_t to = reverse ? s : owner;
+      a.rows[from][to].push_back(id);
+      a.expected_dst[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(to);
     }
   }
   return a;

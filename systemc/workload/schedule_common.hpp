@@ -1,7 +1,9 @@
 // Pieces shared by the schedule builders.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "workload/schedule.hpp"
@@ -16,11 +18,32 @@ std::vector<std::int64_t> token_offsets(const Routing& r);
 std::vector<std::vector<std::int64_t>> rows_per_local_expert(const Routing& r,
                                                              const ExpertPlacement& p);
 
-/// The dispatch all-to-all (token rows to the GPUs of their experts, sorted by
-/// expert as a permute does) and, when `reverse`, the combine all-to-all that
-/// brings every row back to its token's GPU.
+/// Which token rows of a dispatch an all-to-all carries (the default: all).
+struct RowFilter {
+  /// Pairwise step: only rows from GPU s to GPU (s + shift) % G (-1: every pair).
+  int shift = -1;
+  /// Token chunk: only tokens t with chunk * T / chunks <= t < (chunk + 1) * T / chunks
+  /// of each GPU (chunks 1: all tokens).
+  int chunk = 0;
+  int chunks = 1;
+
+  /// Whether the row of token `token` (of `tokens` on GPU `src`) to GPU `dst` is carried.
+  bool selects(int gpus, std::size_t src, std::size_t dst, std::int64_t token, std::int64_t tokens) const {
+    if (shift >= 0 && static_cast<int>(dst) != (static_cast<int>(src) + shift) % gpus) return false;
+    if (chunks > 1) {
+      const std::int64_t lo = chunk * tokens / chunks;
+      const std::int64_t hi = (chunk + 1) * tokens / chunks;
+      if (token < lo || token >= hi) return false;
+    }
+    return true;
+  }
+};
+
+/// The dispatch all-to-all of the rows `f` selects (token rows to the GPUs of
+/// their experts, sorted by expert as a permute does) and, when `reverse`, the
+/// combine all-to-all that brings them back to their tokens' GPUs.
 AllToAll token_all_to_all(const std::string& name, const Routing& r, const ExpertPlacement& p,
-                          std::uint32_t row_bytes, int sms, bool reverse);
+                          std::uint32_t row_bytes, int sms, bool reverse, const RowFilter& f = {});
 
 /// The routing-part ops every schedule starts with (router GEMM, softmax/top-k).
 void append_routing_ops(std::vector<Op>& ops, const ModelConfig& m, std::int64_t tokens);
