@@ -48,4 +48,42 @@ std::string grouped_gemm_unsupported(const GroupedGemmArgs& args);
 /// launching, cudaErrorNotSupported for a call grouped_gemm_unsupported() refuses.
 cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& args, cudaStream_t stream);
 
+// Weight-gradient grouped GEMM (grouped_gemm_wgrad.cu), for every group g (an expert):
+//
+//   C_g[m][n] = A_g^T B_g + beta * C_g        (A_g: [k_g][m], B_g: [k_g][n]; fp32 accumulation)
+//
+// where the groups' A and B rows are packed one after the other (group g's k_g rows start
+// at row k_0 + ... + k_{g-1} of A and of B) and C_g = C + g * m * n elements, fp32 or bf16.
+// k_g may differ and may be 0 (then C_g = beta * C_g; with beta = 0 it is cleared). C is
+// not read when beta = 0. This is the shape of the layer's weight gradients:
+// dWgu_e = X_e^T dGU_e ([H][2F]) and dWd_e = A_e^T dY_e ([F][H]), reduced over each
+// expert's tokens.
+//
+// Design: the structure of grouped_gemm_bf16 (128 x 256 output tiles, 64-row K blocks,
+// TMA into a 4-stage 128-byte-swizzled ring under mbarriers, one producer warp, two
+// consumer warpgroups running wgmma m64n256k16), with both operands MN-major in shared
+// memory (A and B tiles are [64 rows][64 columns] boxes of the row-major inputs, used
+// transposed by the instruction). A K block that runs past its group's last row (the next
+// group's rows, or zeros past the end) has those rows zeroed in shared memory before the
+// MMAs. The persistent grid walks the tiles of the groups sorted by k_g, largest first, so
+// that uneven experts balance over the multiprocessors. The epilogue stages fp32
+// accumulators in 32-column slabs and stores whole 128-byte row runs (fp32) or 64-byte
+// runs (bf16), adding beta * C (read in the same pieces) in fp32 before the one rounding.
+struct GroupedGemmWgradArgs {
+  const void* a = nullptr;  ///< bf16 [sum k_g][m]
+  const void* b = nullptr;  ///< bf16 [sum k_g][n]
+  void* c = nullptr;        ///< fp32 or bf16, group g at element offset g * m * n, [m][n]
+  std::int64_t m = 0, n = 0;
+  bool c_fp32 = true;
+  float beta = 0.f;
+  std::vector<std::int64_t> rows;  ///< k_g per group
+};
+
+/// Empty when grouped_gemm_wgrad can run `args` on the current device; otherwise why.
+std::string grouped_gemm_wgrad_unsupported(const GroupedGemmWgradArgs& args);
+
+/// Enqueues the weight-gradient grouped GEMM on `stream` and returns the launch status,
+/// or, without launching, cudaErrorNotSupported for a call that is refused.
+cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& args, cudaStream_t stream);
+
 }  // namespace moehub::kernels

@@ -1,5 +1,6 @@
 // moehub-gpu check: run the layer under each schedule on fresh seeded random inputs and
-// compare every output and gradient with the float64 reference (moehub::ref).
+// compare every output and gradient with the float64 reference (moehub::ref); then the
+// weight-gradient grouped GEMM alone on uneven groups (check_gemm.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "check_gemm.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 #include "host_data.hpp"
@@ -295,6 +297,8 @@ int cmd_check(const Args& a) {
       }
     }
   }
+  // the weight-gradient grouped GEMM on its own, uneven groups, against float64
+  failures += check_wgrad_gemms(impl, seed, base.hidden, base.ffn, tol, cases);
   std::printf("check: %d of %d cases passed%s\n", cases - failures, cases, nccl ? (" on rank " + std::to_string(me)).c_str() : "");
   return failures == 0 ? 0 : 1;
 }

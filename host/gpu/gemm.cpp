@@ -15,6 +15,7 @@ const char* to_string(GemmImpl i) {
     case GemmImpl::kGrouped: return "grouped";
     case GemmImpl::kWgmma: return "wgmma";
     case GemmImpl::kAuto: return "auto";
+    case GemmImpl::kAutoCublasWgrad: return "auto-cublas-wgrad";
   }
   return "?";
 }
@@ -25,7 +26,9 @@ GemmImpl parse_gemm_impl(const std::string& s) {
   if (s == "grouped") return GemmImpl::kGrouped;
   if (s == "wgmma") return GemmImpl::kWgmma;
   if (s == "auto") return GemmImpl::kAuto;
-  throw std::invalid_argument("--gemm must be one of loop, streams, grouped, wgmma, auto (got '" + s + "')");
+  if (s == "auto-cublas-wgrad") return GemmImpl::kAutoCublasWgrad;
+  throw std::invalid_argument("--gemm must be one of loop, streams, grouped, wgmma, auto, auto-cublas-wgrad (got '" + s +
+                              "')");
 }
 
 GemmRunner::GemmRunner(cudaStream_t stream, int side_streams) : stream_(stream) {
@@ -72,13 +75,14 @@ void GemmRunner::one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g) {
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-// The wgmma kernel's contract (kernels/grouped_gemm.hpp): one A, B and C base with the
+// The wgmma kernels' contracts (kernels/grouped_gemm.hpp): one A, B and C base with the
 // groups packed in order. Checked on the caller's pointers, so a call that is laid out
 // otherwise simply runs on cuBLAS.
 bool GemmRunner::try_wgmma(const GemmCall& c) {
   wgmma_refusal_.clear();
-  if (c.trans_a || c.c_fp32 || c.beta != 0.f) {
-    wgmma_refusal_ = "transposed A, fp32 C or beta != 0";
+  if (c.trans_a) return try_wgmma_wgrad(c);
+  if (c.c_fp32 || c.beta != 0.f) {
+    wgmma_refusal_ = "fp32 C or beta != 0 without transposed A";
     return false;
   }
   const GemmGroup& g0 = c.groups.front();
@@ -112,8 +116,55 @@ bool GemmRunner::try_wgmma(const GemmCall& c) {
   return true;
 }
 
+// Weight gradients C_g = A_g^T B_g + beta C_g (kernels::grouped_gemm_wgrad): A_g [k_g][m]
+// and B_g [k_g][n] packed row after row, C_g = C + g * m * n.
+bool GemmRunner::try_wgmma_wgrad(const GemmCall& c) {
+  if (c.trans_b) {
+    wgmma_refusal_ = "transposed A and B";
+    return false;
+  }
+  const GemmGroup& g0 = c.groups.front();
+  kernels::GroupedGemmWgradArgs args;
+  args.a = g0.a;
+  args.b = g0.b;
+  args.c = g0.c;
+  args.m = g0.m;
+  args.n = g0.n;
+  args.c_fp32 = c.c_fp32;
+  args.beta = c.beta;
+  const std::int64_t c_bytes = c.c_fp32 ? 4 : 2;
+  std::int64_t row = 0;
+  for (std::size_t i = 0; i < c.groups.size(); ++i) {
+    const GemmGroup& g = c.groups[i];
+    const auto* a = static_cast<const std::uint16_t*>(g0.a) + row * g0.m;
+    const auto* b = static_cast<const std::uint16_t*>(g0.b) + row * g0.n;
+    auto* cc = static_cast<char*>(g0.c) + static_cast<std::int64_t>(i) * g0.m * g0.n * c_bytes;
+    if (g.m != g0.m || g.n != g0.n || g.a != a || g.b != b || g.c != cc) {
+      wgmma_refusal_ = "groups not packed";
+      return false;
+    }
+    args.rows.push_back(g.k);
+    row += g.k;
+  }
+  const cudaError_t e = kernels::grouped_gemm_wgrad(args, stream_);
+  if (e == cudaErrorNotSupported) {
+    wgmma_refusal_ = kernels::grouped_gemm_wgrad_unsupported(args);
+    if (!wgmma_refusal_.empty()) return false;
+  }
+  MOEHUB_CUDA_CHECK(e);
+  return true;
+}
+
 void GemmRunner::run(const GemmCall& c, GemmImpl impl) {
-  if ((impl == GemmImpl::kWgmma || impl == GemmImpl::kAuto) && !c.groups.empty() && c.groups.front().k > 0) {
+  // kAutoCublasWgrad: the weight gradients (transposed A) on cuBLAS, everything else as kAuto
+  bool cublas_wgrad = false;
+  if (impl == GemmImpl::kAutoCublasWgrad) {
+    impl = GemmImpl::kAuto;
+    cublas_wgrad = c.trans_a;
+  }
+  const bool wgmma_wanted = impl == GemmImpl::kWgmma || (impl == GemmImpl::kAuto && !cublas_wgrad);
+  // (a weight-gradient call with an empty first group still goes to its kernel: k_g = 0 is allowed)
+  if (wgmma_wanted && !c.groups.empty() && (c.trans_a || c.groups.front().k > 0)) {
     if (try_wgmma(c)) return;
     if (impl == GemmImpl::kWgmma) impl = GemmImpl::kStreams;
   }

@@ -5,14 +5,19 @@
 //   kLoop    one cublasGemmEx per group on the caller's stream
 //   kStreams one cublasGemmEx per group, round-robin over side streams (fork/join by events)
 //   kGrouped one cublasGemmGroupedBatchedEx call (pointer tables filled on the device)
-//   kWgmma   our persistent Hopper kernel (kernels/grouped_gemm.hpp) for calls of its
-//            shape: bf16 C, beta 0, A not transposed, the groups' A and C rows packed one
-//            after the other and their B matrices k*n elements apart; other calls (the
-//            weight gradients, a non-sm_90 device) run as kStreams
+//   kWgmma   our persistent Hopper kernels (kernels/grouped_gemm.hpp) for calls of their
+//            shapes: (1) bf16 C, beta 0, A not transposed, the groups' A and C rows packed
+//            one after the other and their B matrices k*n elements apart (forward and input
+//            gradients); (2) the weight gradients, A transposed and B not, the groups' A and
+//            B rows packed one after the other (k_g rows each, k_g may be 0), C fp32 or bf16
+//            with any beta, the groups' C matrices m*n elements apart; other calls (or a
+//            non-sm_90 device) run as kStreams
 //   kAuto    kWgmma where it applies (on the H200 it was the fastest on every expert
 //            GEMM of Mixtral-8x7B, Qwen3-30B-A3B and Qwen1.5-MoE-A2.7B, the cases timed
 //            round-robin); otherwise kLoop for at most kAutoLoopMaxGroups groups (each
 //            GEMM fills the GPU), else kStreams (docs/results/gpu-h200.md)
+//   kAutoCublasWgrad  kAuto, but the weight gradients (transposed A) on cuBLAS as kAuto
+//            chooses it: the layer's GEMMs before the weight-gradient kernel existed
 #pragma once
 
 #include <cublas_v2.h>
@@ -24,11 +29,11 @@
 
 namespace moehub::gpu {
 
-enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto };
+enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto, kAutoCublasWgrad };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
 constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
-GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "wgmma" | "auto"; throws std::invalid_argument
+GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "wgmma" | "auto" | "auto-cublas-wgrad"; throws std::invalid_argument
 
 struct GemmGroup {
   const void* a;
@@ -55,12 +60,13 @@ class GemmRunner {
   cudaStream_t stream() const { return stream_; }
   /// True when the last kGrouped call fell back to kLoop (cuBLAS refused the types).
   bool grouped_fallback() const { return grouped_fallback_; }
-  /// Why the last kWgmma/kAuto call did not use the wgmma kernel (empty when it did).
+  /// Why the last kWgmma/kAuto call did not use a wgmma kernel (empty when it did).
   const std::string& wgmma_refusal() const { return wgmma_refusal_; }
 
  private:
   void one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g);
   bool try_wgmma(const GemmCall& c);
+  bool try_wgmma_wgrad(const GemmCall& c);
   cudaStream_t stream_;
   cublasHandle_t handle_{};
   std::vector<cudaStream_t> side_;

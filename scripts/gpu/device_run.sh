@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm-test, gemm, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# gemm-test, gemm, gemm-skewed, gemm-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -35,12 +35,23 @@ for s in "$@"; do
     sanitize)
       stage memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" check --ep 1,2 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2
       stage racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
-    gemm-test)  # the wgmma grouped GEMM against cuBLAS, and its instructions in the SASS
+    gemm-test)  # the wgmma grouped GEMMs against cuBLAS, and their instructions in the SASS
       stage gemm_test 300 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.*:GpuLayer.*'
       stage gemm_sass 60 bash -c "cuobjdump -sass build/gpu/kernels/libmoehub_grouped_gemm.a | grep -oE 'HGMMA[.A-Z0-9x]*|UTMALDG[.A-Z0-9]*|USETMAXREG[.A-Z0-9]*' | sort | uniq -c" ;;
     gemm)
       stage bench_gemm 200 "$BIN" bench-gemm
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;
+    gemm-skewed)  # uneven experts: rows in proportion to (e + 1)^-0.5
+      stage bench_gemm_skewed 200 "$BIN" bench-gemm --routing skewed
+      stage torch_grouped_mm_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --routing skewed ;;
+    gemm-wgrad)  # the weight-gradient GEMMs alone, both routings, in the torch process
+      stage torch_wgrad 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad
+      stage torch_wgrad_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed ;;
+    run-wgrad)  # layer time with the weight gradients on our kernel (auto) and on cuBLAS
+      for g in auto auto-cublas-wgrad auto auto-cublas-wgrad; do
+        stage "run_a2a_$g" 120 "$BIN" run --schedule a2a --ep 8 --tokens 8192 --gemm $g
+        stage "run_ring_expert_$g" 120 "$BIN" run --schedule ring-expert --ep 8 --tokens 8192 --gemm $g
+      done ;;
     memory)
       stage memory 400 "$BIN" memory --ep 8,16,32,64 ;;
     memory-default)  # EP 8: a2a, the ring's default (bf16, one expert per chunk) and the former default (fp32, whole hops)

@@ -14,6 +14,15 @@ or given by --moehub-lib) two more cases join the same rounds: the kernel on tor
 tensors (B stored [E][N][K]) and on the layer's layout (B stored [E][K][N]); each of its
 outputs is checked against torch._grouped_mm's (largest difference relative to the
 largest value).
+
+Weight gradients (--gemms wgrad, on by default): dWgu_e = X_e^T dGU_e ([H][2F]) and
+dWd_e = A_e^T dY_e ([F][H]) per expert, reduced over each expert's rows. torch's grouped
+call for them is torch._grouped_mm with two 2-D operands, mat_a = X^T (a [H][rows] view
+of X) and mat_b = dGU, offs along the rows (the reduction); it returns [E][H][2F] in bf16
+(and in fp32 where out_dtype=torch.float32 is accepted; the script says which). Beside it:
+a loop of torch.mm per expert into a preallocated [E][H][2F] bf16 tensor, a dense torch.mm
+of the same FLOPs (X^T dGU over all rows), and moehub's weight-gradient kernel on the same
+tensors into bf16 and into fp32 (beta 0), its outputs checked against torch's.
 """
 import argparse
 import ctypes
@@ -90,6 +99,14 @@ def load_moehub(path):
     lib.moehub_grouped_gemm_unsupported.restype = ctypes.c_int
     lib.moehub_grouped_gemm_unsupported.argtypes = lib.moehub_grouped_gemm_bf16.argtypes[:8] + [ctypes.c_char_p,
                                                                                               ctypes.c_int]
+    if hasattr(lib, "moehub_grouped_gemm_wgrad"):
+        lib.moehub_grouped_gemm_wgrad.restype = ctypes.c_int
+        lib.moehub_grouped_gemm_wgrad.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+                                                  ctypes.c_longlong, ctypes.c_int, ctypes.c_float,
+                                                  ctypes.POINTER(ctypes.c_longlong), ctypes.c_int, ctypes.c_void_p]
+        lib.moehub_grouped_gemm_wgrad_unsupported.restype = ctypes.c_int
+        lib.moehub_grouped_gemm_wgrad_unsupported.argtypes = lib.moehub_grouped_gemm_wgrad.argtypes[:9] + [
+            ctypes.c_char_p, ctypes.c_int]
     return lib, path
 
 
@@ -108,6 +125,120 @@ def moehub_call(lib, a, b, c, n, k, b_nk, rows):
     return run
 
 
+def moehub_wgrad_call(lib, a, b, c, rows):
+    """A closure that enqueues moehub's weight-gradient grouped GEMM C_e = A_e^T B_e
+    (beta 0) on torch's current stream; a: [rows][m], b: [rows][n], c: [E][m][n]."""
+    arr = (ctypes.c_longlong * len(rows))(*rows)
+    args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), a.shape[1], b.shape[1], 1 if c.dtype == torch.float32 else 0,
+            0.0, arr, len(rows))
+    why = ctypes.create_string_buffer(256)
+    if lib.moehub_grouped_gemm_wgrad_unsupported(*args, why, 256):
+        raise RuntimeError("moehub weight-gradient GEMM refused the call: " + why.value.decode())
+
+    def run():
+        err = lib.moehub_grouped_gemm_wgrad(*args, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if err:
+            raise RuntimeError(f"moehub weight-gradient GEMM launch failed: cudaError {err}")
+    return run
+
+
+def torch_wgrad_call(a, b, offs, out_dtype):
+    """torch._grouped_mm(a^T, b, offs) with the reduction along offs; returns the closure,
+    or None when torch refuses out_dtype."""
+    fn = lambda: torch._grouped_mm(a.t(), b, offs=offs, out_dtype=out_dtype)
+    try:
+        fn()
+        torch.cuda.synchronize()
+    except (RuntimeError, TypeError, ValueError) as e:
+        print(f"  torch._grouped_mm(X^T, dY, offs, out_dtype={out_dtype}) refused: {str(e).splitlines()[0]}")
+        return None
+    return fn
+
+
+def torch_loop_call(a, b, rows, out):
+    """One torch.mm per expert into out[e] (bf16): the per-expert equivalent."""
+    bounds = []
+    s = 0
+    for r in rows:
+        bounds.append((s, s + r))
+        s += r
+
+    def run():
+        for e, (lo, hi) in enumerate(bounds):
+            torch.mm(a[lo:hi].t(), b[lo:hi], out=out[e])
+    return run
+
+
+def bench_wgrad(name, H, F, E, rows, moehub, dev):
+    """Weight-gradient GEMMs of one model, all cases in the same rounds."""
+    total = sum(rows)
+    offs = torch.tensor(rows, dtype=torch.int32, device=dev).cumsum(0).to(torch.int32)
+    x = torch.rand(total, H, device=dev, dtype=torch.bfloat16) * 2 - 1
+    dgu = torch.rand(total, 2 * F, device=dev, dtype=torch.bfloat16) * 2 - 1
+    act = torch.rand(total, F, device=dev, dtype=torch.bfloat16) * 2 - 1
+    dy = torch.rand(total, H, device=dev, dtype=torch.bfloat16) * 2 - 1
+    flops_gu = 2.0 * total * 2 * F * H
+    flops_dn = 2.0 * total * F * H
+    labels, cases = [], []
+    for dt, tag in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+        gu_fn, dn_fn = torch_wgrad_call(x, dgu, offs, dt), torch_wgrad_call(act, dy, offs, dt)
+        if gu_fn and dn_fn:
+            labels.append(f"torch._grouped_mm {tag}")
+            cases += [gu_fn, dn_fn]
+    loop_gu = torch.empty(E, H, 2 * F, device=dev, dtype=torch.bfloat16)
+    loop_dn = torch.empty(E, F, H, device=dev, dtype=torch.bfloat16)
+    labels.append("torch.mm loop bf16")
+    cases += [torch_loop_call(x, dgu, rows, loop_gu), torch_loop_call(act, dy, rows, loop_dn)]
+    labels.append("torch.mm dense bf16")
+    cases += [lambda: torch.mm(x.t(), dgu), lambda: torch.mm(act.t(), dy)]
+    outs = {}
+    if moehub and hasattr(moehub[0], "moehub_grouped_gemm_wgrad"):
+        lib = moehub[0]
+        try:
+            more_labels, more_cases = [], []
+            for dt, tag in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+                c_gu = torch.empty(E, H, 2 * F, device=dev, dtype=dt)
+                c_dn = torch.empty(E, F, H, device=dev, dtype=dt)
+                outs[tag] = (c_gu, c_dn)
+                more_labels.append(f"moehub wgmma {tag}")
+                more_cases += [moehub_wgrad_call(lib, x, dgu, c_gu, rows), moehub_wgrad_call(lib, act, dy, c_dn, rows)]
+            labels += more_labels
+            cases += more_cases
+        except (RuntimeError, OSError) as e:
+            print(f"{name:18s} moehub weight-gradient GEMM not timed: {e}")
+            outs = {}
+    if outs:
+        for fn in cases[-4:]:
+            fn()
+        ref_gu = torch._grouped_mm(x.t(), dgu, offs=offs, out_dtype=torch.bfloat16)
+        ref_dn = torch._grouped_mm(act.t(), dy, offs=offs, out_dtype=torch.bfloat16)
+        # float64 of two experts (the largest and the smallest) for the fp32 output
+        lo_e, hi_e = rows.index(min(rows)), rows.index(max(rows))
+        starts = [0]
+        for r in rows:
+            starts.append(starts[-1] + r)
+        f64 = []
+        for e in (lo_e, hi_e):
+            a64 = x[starts[e]:starts[e + 1]].double()
+            b64 = dgu[starts[e]:starts[e + 1]].double()
+            f64.append(rel_diff(outs["fp32"][0][e], a64.t() @ b64))
+        torch.cuda.synchronize()
+        print(f"{name:18s} wgrad moehub vs torch._grouped_mm (bf16 out), max |diff| / max |ref|: gate+up "
+              f"{rel_diff(outs['bf16'][0], ref_gu):.2e}, down {rel_diff(outs['bf16'][1], ref_dn):.2e}; "
+              f"moehub fp32 vs float64, gate+up experts {lo_e} ({rows[lo_e]} rows) / {hi_e} ({rows[hi_e]} rows): "
+              f"{f64[0]:.2e} / {f64[1]:.2e}")
+    try:
+        t = round_robin_us(cases)
+    except RuntimeError as e:
+        print(f"{name:18s} wgrad failed: {e}")
+        return
+    for i, label in enumerate(labels):
+        t_gu, t_dn = t[2 * i], t[2 * i + 1]
+        print(f"{name:18s} wgrad {label:22s}  gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
+              f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
+    sys.stdout.flush()
+
+
 def rel_diff(x, ref):
     return ((x.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
 
@@ -118,7 +249,9 @@ def main():
     p.add_argument("--models", default=DEFAULT_MODELS, help="names of configs/models/*.yaml")
     p.add_argument("--moehub-lib", default="", help="path of libmoehub_gemm_capi.so (default: build/*/kernels)")
     p.add_argument("--routing", choices=["balanced", "skewed"], default="balanced")
+    p.add_argument("--gemms", default="fwd,wgrad", help="fwd (forward GEMMs), wgrad (weight gradients) or both")
     args = p.parse_args()
+    gemms = set(args.gemms.split(","))
     if not hasattr(torch, "_grouped_mm"):
         print("torch._grouped_mm is not available in torch", torch.__version__)
         return 1
@@ -135,6 +268,10 @@ def main():
         total = args.tokens * k
         rows = expert_rows(total, E, args.routing)
         print(f"{name:18s} rows per expert: {min(rows)}..{max(rows)} ({args.routing})")
+        if "wgrad" in gemms:
+            bench_wgrad(name, H, F, E, rows, moehub, dev)
+        if "fwd" not in gemms:
+            continue
         offs = torch.tensor(rows, dtype=torch.int32, device=dev).cumsum(0).to(torch.int32)
         x = (torch.rand(total, H, device=dev, dtype=torch.bfloat16) * 2 - 1)
         a = (torch.rand(total, F, device=dev, dtype=torch.bfloat16) * 2 - 1)

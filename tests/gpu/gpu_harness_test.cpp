@@ -96,6 +96,8 @@ TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("grouped"), GemmImpl::kGrouped);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("wgmma"), GemmImpl::kWgmma);
   EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto"), GemmImpl::kAuto);
+  EXPECT_EQ(moehub::gpu::parse_gemm_impl("auto-cublas-wgrad"), GemmImpl::kAutoCublasWgrad);
+  EXPECT_STREQ(moehub::gpu::to_string(GemmImpl::kAutoCublasWgrad), "auto-cublas-wgrad");
   EXPECT_THROW(moehub::gpu::parse_gemm_impl(""), std::invalid_argument);
   EXPECT_EQ(moehub::gpu::parse_ring_accum("fp32"), moehub::gpu::RingAccum::kFp32);
   EXPECT_EQ(moehub::gpu::parse_ring_accum("bf16"), moehub::gpu::RingAccum::kBf16);
@@ -221,7 +223,7 @@ TEST(GpuLayer, RingVariantsMatchTheReference) {
 
 TEST(GpuLayer, GemmImplementationsAgree) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
-  for (const char* g : {"loop", "streams", "grouped", "wgmma"})
+  for (const char* g : {"loop", "streams", "grouped", "wgmma", "auto-cublas-wgrad"})
     EXPECT_TRUE(exits_with(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g, 0)) << g;
 }
 
@@ -293,6 +295,105 @@ TEST(GpuGemm, WgmmaMatchesCublas) {
         std::size_t touched = 0;
         for (std::size_t i = static_cast<std::size_t>(total * n); i < h1.size(); ++i) touched += h1[i] != 0x7f7f;
         EXPECT_EQ(touched, 0u) << "guard rows written, n " << n << " k " << k;
+        cudaFree(a);
+        cudaFree(b);
+        cudaFree(c1);
+        cudaFree(c2);
+      }
+    }
+  }
+  cudaStreamDestroy(s);
+}
+
+// The weight-gradient wgmma kernel (C_g = A_g^T B_g + beta C_g) against cuBLAS (one
+// cublasGemmEx per group) on groups of 0, 1, 63..65, 129 and 300 rows (K blocks that end
+// inside a group and run into the next), m and n that are not multiples of the 128 x 256
+// tile, fp32 C with beta 0 (poisoned first) and 1, bf16 C with beta 1. C elements after
+// the last group (a guard band) must stay untouched.
+TEST(GpuGemm, WgradWgmmaMatchesCublas) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GEMM checks run only on a GPU machine";
+  int dev = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (major != 9 || minor != 0) GTEST_SKIP() << "the wgmma kernel needs an sm_90 GPU";
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  {
+    moehub::gpu::GemmRunner runner(s);
+    const std::vector<std::int64_t> rows = {129, 0, 1, 64, 300, 63, 0, 65};
+    std::int64_t total = 0;
+    for (auto k : rows) total += k;
+    const std::int64_t guard = 256, G = static_cast<std::int64_t>(rows.size());
+    std::uint32_t seed = 31;
+    struct Form { bool fp32; float beta; };
+    for (const Form form : {Form{true, 0.f}, Form{true, 1.f}, Form{false, 1.f}}) {
+      for (const auto& mn : std::vector<std::pair<std::int64_t, std::int64_t>>{{8, 64}, {200, 72}, {128, 256}, {136, 520}, {768, 512}}) {
+        const std::int64_t m = mn.first, n = mn.second;
+        const std::size_t esize = form.fp32 ? 4 : 2, c_elems = static_cast<std::size_t>(G * m * n + guard);
+        std::uint16_t *a, *b;
+        void *c1, *c2;
+        ASSERT_EQ(cudaMalloc(&a, static_cast<std::size_t>(total * m) * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&b, static_cast<std::size_t>(total * n) * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&c1, c_elems * esize), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&c2, c_elems * esize), cudaSuccess);
+        ASSERT_EQ(moehub::kernels::fill_random_bf16(a, total * m, seed++, 1.f, s), cudaSuccess);
+        ASSERT_EQ(moehub::kernels::fill_random_bf16(b, total * n, seed++, 1.f, s), cudaSuccess);
+        if (form.beta == 0.f) {
+          ASSERT_EQ(cudaMemsetAsync(c1, 0xff, c_elems * esize, s), cudaSuccess);  // NaN
+        } else if (form.fp32) {
+          // fp32 C as pairs of random bf16 values: each word's high half is a value in
+          // [-1, 1), its low half random mantissa bits: finite floats of magnitude below 1
+          ASSERT_EQ(moehub::kernels::fill_random_bf16(static_cast<std::uint16_t*>(c1), static_cast<std::int64_t>(2 * c_elems),
+                                                      seed++, 1.f, s), cudaSuccess);
+        } else {
+          ASSERT_EQ(moehub::kernels::fill_random_bf16(static_cast<std::uint16_t*>(c1), static_cast<std::int64_t>(c_elems),
+                                                      seed++, 1.f, s), cudaSuccess);
+        }
+        ASSERT_EQ(cudaMemcpyAsync(c2, c1, c_elems * esize, cudaMemcpyDeviceToDevice, s), cudaSuccess);
+        std::vector<char> before(c_elems * esize);
+        ASSERT_EQ(cudaMemcpyAsync(before.data(), c1, before.size(), cudaMemcpyDeviceToHost, s), cudaSuccess);
+        moehub::gpu::GemmCall call;
+        call.trans_a = true;
+        call.c_fp32 = form.fp32;
+        call.beta = form.beta;
+        std::int64_t off = 0;
+        for (std::int64_t g = 0; g < G; ++g) {
+          const std::int64_t k = rows[static_cast<std::size_t>(g)];
+          call.groups.push_back({a + off * m, b + off * n, static_cast<char*>(c1) + static_cast<std::size_t>(g * m * n) * esize, m, n, k});
+          off += k;
+        }
+        runner.run(call, GemmImpl::kWgmma);
+        EXPECT_EQ(runner.wgmma_refusal(), "") << "m " << m << " n " << n;
+        for (auto& grp : call.groups) grp.c = static_cast<char*>(grp.c) - static_cast<char*>(c1) + static_cast<char*>(c2);
+        runner.run(call, GemmImpl::kLoop);
+        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        std::vector<char> h1(c_elems * esize), h2(h1.size());
+        ASSERT_EQ(cudaMemcpy(h1.data(), c1, h1.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(h2.data(), c2, h2.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        auto value = [&](const std::vector<char>& h, std::size_t i) {
+          if (form.fp32) {
+            float f;
+            std::memcpy(&f, h.data() + i * 4, 4);
+            return static_cast<double>(f);
+          }
+          std::uint16_t u;
+          std::memcpy(&u, h.data() + i * 2, 2);
+          return static_cast<double>(bf16_to_float(u));
+        };
+        double max_ref = 0, max_err = 0;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(G * m * n); ++i) {
+          const double r = value(h2, i), v = value(h1, i);
+          max_ref = std::max(max_ref, std::fabs(r));
+          max_err = std::max(max_err, std::isfinite(v) ? std::fabs(v - r) : 1e30);
+        }
+        // both accumulate in fp32 (in another order); bf16 C rounds once
+        EXPECT_GT(max_ref, 0.0);
+        EXPECT_LE(max_err, (form.fp32 ? 1e-4 : 1e-2) * max_ref)
+            << (form.fp32 ? "fp32" : "bf16") << " beta " << form.beta << " m " << m << " n " << n;
+        EXPECT_EQ(std::memcmp(h1.data() + static_cast<std::size_t>(G * m * n) * esize,
+                              before.data() + static_cast<std::size_t>(G * m * n) * esize, guard * esize), 0)
+            << "guard written, m " << m << " n " << n;
         cudaFree(a);
         cudaFree(b);
         cudaFree(c1);

@@ -1,0 +1,322 @@
+// Weight-gradient grouped GEMM on Hopper, C_g = A_g^T B_g + beta C_g: TMA + mbarrier
+// pipeline + wgmma with both operands transposed, persistent tiles over the groups sorted
+// by their reduction length. See grouped_gemm.hpp for the contract and the design.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "grouped_gemm.hpp"
+#include "grouped_gemm_common.cuh"
+
+namespace moehub::kernels {
+namespace {
+
+using namespace gg;
+
+constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
+constexpr int kThreads = 384;               // warpgroup 0 produces, 1 and 2 consume
+constexpr int kBoxBytes = kBK * 64 * 2;     // one [64 rows][64 columns] bf16 box: 8 KiB
+constexpr int kABytes = 2 * kBoxBytes;      // A tile: 128 output rows = 2 boxes
+constexpr int kBBytes = 4 * kBoxBytes;      // B tile: 256 output columns = 4 boxes
+constexpr int kSlabCols = 32;               // fp32 epilogue slab: 32 columns
+constexpr int kStagingRow = kSlabCols * 4 + 16;  // padded staged row: no bank conflicts
+constexpr int kStagingBytes = 64 * kStagingRow;  // per consumer warpgroup
+constexpr int kSmemBytes = kStages * (kABytes + kBBytes) + 2 * kStagingBytes + 2 * kStages * 8 + 1024;
+// MN-major operands: 64-column chunks kBoxBytes apart (leading byte offset), 8-row groups
+// along K 1024 B apart (stride byte offset).
+constexpr std::uint32_t kMnLbo = kBoxBytes;
+constexpr std::uint32_t kMnSbo = 1024;
+
+struct Params {
+  int slots;            // groups with tiles, in walking order
+  int tiles_per_group;  // tiles_m * tiles_n
+  int tiles_m;
+  int tiles_total;
+  int m, n;
+  int c_fp32;
+  float beta;
+  void* c;
+  int group[kGroupedGemmMaxGroups];     // slot -> group index (C_g = C + group * m * n)
+  int row_start[kGroupedGemmMaxGroups]; // slot -> first row of the group in A and B
+  int rows[kGroupedGemmMaxGroups];      // slot -> k_g
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    grouped_gemm_wgrad_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                              const __grid_constant__ Params p) {
+#ifdef MOEHUB_GG_DEVICE
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t sa = base;                       // kStages x A tile
+  const std::uint32_t sb = base + kStages * kABytes;   // kStages x B tile
+  const std::uint32_t stg = sb + kStages * kBBytes;    // 2 x epilogue staging
+  const std::uint32_t bars = stg + 2 * kStagingBytes;  // full[kStages], empty[kStages]
+  auto full = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(s); };
+  auto empty = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(kStages + s); };
+  const int wg = static_cast<int>(threadIdx.x) / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), 8);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // producer: one thread streams the A and B boxes of every K block of this block's tiles
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x == 0) {
+      int s = 0;
+      std::uint32_t phase = 0;
+      for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+        const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
+        const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
+        const int r0 = p.row_start[slot], k_blocks = (p.rows[slot] + kBK - 1) / kBK;
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          mbar_wait(empty(s), phase ^ 1u);
+          mbar_expect_tx(full(s), kABytes + kBBytes);
+          const int row = r0 + kb * kBK;
+          const std::uint32_t a_dst = sa + static_cast<std::uint32_t>(s) * kABytes;
+          const std::uint32_t b_dst = sb + static_cast<std::uint32_t>(s) * kBBytes;
+          tma_2d(a_dst, &map_a, m0, row, full(s));
+          tma_2d(a_dst + kBoxBytes, &map_a, m0 + 64, row, full(s));
+#pragma unroll
+          for (int j = 0; j < kBN / 64; ++j)
+            tma_2d(b_dst + static_cast<std::uint32_t>(j) * kBoxBytes, &map_b, n0 + 64 * j, row, full(s));
+          if (++s == kStages) {
+            s = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // consumers: warpgroup 1 computes output rows 0..63 of the tile (A box 0), warpgroup 2
+  // rows 64..127 (A box 1), both over all 256 columns
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  const int cw = wg - 1;
+  const int ctid = static_cast<int>(threadIdx.x) - 128;  // 0..255 over both consumers
+  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int tid = static_cast<int>(threadIdx.x) % 128;
+  float d[128];
+  int s = 0;
+  std::uint32_t phase = 0;
+  for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+    const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
+    const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
+    const int rows_g = p.rows[slot], k_blocks = (rows_g + kBK - 1) / kBK;
+    if (k_blocks == 0) {
+#pragma unroll
+      for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    }
+    int prev = -1;
+    for (int kb = 0; kb < k_blocks; ++kb) {
+      mbar_wait(full(s), phase);
+      const std::uint32_t a_stage = sa + static_cast<std::uint32_t>(s) * kABytes;
+      const std::uint32_t b_stage = sb + static_cast<std::uint32_t>(s) * kBBytes;
+      const int valid = rows_g - kb * kBK;
+      if (valid < kBK) {
+        // the block runs past the group: zero rows valid..63 of all six boxes (a row of a
+        // box is 128 bytes whatever the swizzle, which only permutes 16-byte pieces within
+        // it), then make the stores visible to the tensor cores before either consumer's MMAs
+        const int per_box = (kBK - valid) * 8;  // 16-byte pieces
+        for (int i = ctid; i < 6 * per_box; i += 256) {
+          const int box = i / per_box, rem = i % per_box;
+          const std::uint32_t box_base = box < 2 ? a_stage + static_cast<std::uint32_t>(box) * kBoxBytes
+                                                 : b_stage + static_cast<std::uint32_t>(box - 2) * kBoxBytes;
+          st_shared_v4_zero(box_base + static_cast<std::uint32_t>((valid + rem / 8) * 128 + (rem % 8) * 16));
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync 3, 256;\n" ::: "memory");
+      }
+      const std::uint32_t a_addr = a_stage + static_cast<std::uint32_t>(cw) * kBoxBytes;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      fence_acc(d);
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        const std::uint32_t koff = static_cast<std::uint32_t>(kk) * 16u * 128u;
+        wgmma_tt(d, make_desc(a_addr + koff, kMnLbo, kMnSbo), make_desc(b_stage + koff, kMnLbo, kMnSbo),
+                 (kb > 0 || kk > 0) ? 1 : 0);
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      fence_acc(d);
+      // keep this K block's MMAs in flight; the previous block's are done: free its stage
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      fence_acc(d);
+      if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
+      prev = s;
+      if (++s == kStages) {
+        s = 0;
+        phase ^= 1u;
+      }
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc(d);
+    if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
+
+    // epilogue, in eight 32-column slabs: fragments (row r, cols c, c+1 of n8 block j in
+    // d[4j], d[4j+1]; row r+8 in d[4j+2], d[4j+3]) go to this warpgroup's staging buffer
+    // as fp32, then each thread takes 4 consecutive values of a row, adds beta * C and
+    // stores them, so that each row of the slab leaves as one 128-byte (fp32) or 64-byte
+    // (bf16) run; rows past m and columns past n are masked
+    const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
+    const int fr = warp * 16 + lane / 4;
+    const long long c_group = static_cast<long long>(p.group[slot]) * p.m * p.n;
+#pragma unroll
+    for (int slab = 0; slab < kBN / kSlabCols; ++slab) {
+#pragma unroll
+      for (int jj = 0; jj < kSlabCols / 8; ++jj) {
+        const int j = slab * (kSlabCols / 8) + jj;
+        const std::uint32_t off = static_cast<std::uint32_t>(fr * kStagingRow + (jj * 8 + 2 * (lane % 4)) * 4);
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(stage_buf + off), "f"(d[4 * j]), "f"(d[4 * j + 1]));
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(stage_buf + off + 8u * kStagingRow), "f"(d[4 * j + 2]),
+                     "f"(d[4 * j + 3]));
+      }
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+#pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int piece = it * 128 + tid;  // 64 rows x 8 pieces of 4 values
+        const int row = piece / 8, c4 = piece % 8;
+        const int grow = m0 + cw * 64 + row;
+        const int col = n0 + slab * kSlabCols + c4 * 4;
+        float v0, v1, v2, v3;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                     : "r"(stage_buf + static_cast<std::uint32_t>(row * kStagingRow + c4 * 16)));
+        if (grow < p.m && col < p.n) {
+          const long long idx = c_group + static_cast<long long>(grow) * p.n + col;
+          if (p.c_fp32) {
+            float* dst = static_cast<float*>(p.c) + idx;
+            if (p.beta != 0.f) {
+              const float4 old = *reinterpret_cast<const float4*>(dst);
+              v0 += p.beta * old.x;
+              v1 += p.beta * old.y;
+              v2 += p.beta * old.z;
+              v3 += p.beta * old.w;
+            }
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1), "f"(v2), "f"(v3)
+                         : "memory");
+          } else {
+            __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.c) + idx;
+            if (p.beta != 0.f) {
+              const uint2 raw = *reinterpret_cast<const uint2*>(dst);
+              const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+              const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+              v0 += p.beta * lo.x;
+              v1 += p.beta * lo.y;
+              v2 += p.beta * hi.x;
+              v3 += p.beta * hi.y;
+            }
+            const __nv_bfloat162 lo = __floats2bfloat162_rn(v0, v1);
+            const __nv_bfloat162 hi = __floats2bfloat162_rn(v2, v3);
+            asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst),
+                         "r"(*reinterpret_cast<const std::uint32_t*>(&lo)),
+                         "r"(*reinterpret_cast<const std::uint32_t*>(&hi))
+                         : "memory");
+          }
+        }
+      }
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+    }
+  }
+#endif  // MOEHUB_GG_DEVICE
+}
+
+}  // namespace
+
+std::string grouped_gemm_wgrad_unsupported(const GroupedGemmWgradArgs& a) {
+  if (a.rows.empty()) return "no groups";
+  if (a.rows.size() > static_cast<std::size_t>(kGroupedGemmMaxGroups))
+    return "more than " + std::to_string(kGroupedGemmMaxGroups) + " groups";
+  if (a.m <= 0 || a.n <= 0) return "m and n must be positive";
+  if (a.m % 8 != 0 || a.n % 8 != 0) return "m and n must be multiples of 8 (16-byte rows for the tensor copies)";
+  if (!aligned16(a.a) || !aligned16(a.b) || !aligned16(a.c)) return "A, B and C must be 16-byte aligned";
+  long long rows = 0;
+  for (std::int64_t k : a.rows) {
+    if (k < 0) return "negative row count";
+    rows += k;
+  }
+  const long long tiles_per_group = (a.m + kBM - 1) / kBM * ((a.n + kBN - 1) / kBN);
+  if (rows + kBK > INT_MAX || a.m > INT_MAX / 2 || a.n > INT_MAX / 2 ||
+      tiles_per_group * static_cast<long long>(a.rows.size()) > INT_MAX)
+    return "sizes past 32-bit tile coordinates";
+  const DeviceInfo& dev = device_info();
+  if (dev.major != 9 || dev.minor != 0)
+    return "needs an sm_90 GPU (" +
+           (dev.major == 0 ? std::string("no CUDA device") : "this one is sm_" + std::to_string(dev.major) + std::to_string(dev.minor)) +
+           ")";
+  if (!encode_fn()) return "the driver has no cuTensorMapEncodeTiled";
+  return {};
+}
+
+cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
+  if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
+  DeviceInfo& dev = device_info();
+  Params p{};
+  p.m = static_cast<int>(a.m);
+  p.n = static_cast<int>(a.n);
+  p.c_fp32 = a.c_fp32 ? 1 : 0;
+  p.beta = a.beta;
+  p.c = a.c;
+  p.tiles_m = static_cast<int>((a.m + kBM - 1) / kBM);
+  p.tiles_per_group = p.tiles_m * static_cast<int>((a.n + kBN - 1) / kBN);
+  const int groups = static_cast<int>(a.rows.size());
+  std::vector<int> start(static_cast<std::size_t>(groups));
+  int rows = 0;
+  for (int g = 0; g < groups; ++g) {
+    start[static_cast<std::size_t>(g)] = rows;
+    rows += static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
+  }
+  // longest reduction first, so that the grid's last tiles are the short ones; an empty
+  // group has tiles only when its C must be cleared (beta = 0)
+  std::vector<int> order(static_cast<std::size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return a.rows[static_cast<std::size_t>(x)] > a.rows[static_cast<std::size_t>(y)];
+  });
+  for (int g : order) {
+    const auto k = a.rows[static_cast<std::size_t>(g)];
+    if (k == 0 && a.beta != 0.f) continue;
+    p.group[p.slots] = g;
+    p.row_start[p.slots] = start[static_cast<std::size_t>(g)];
+    p.rows[p.slots] = static_cast<int>(k);
+    ++p.slots;
+  }
+  p.tiles_total = p.slots * p.tiles_per_group;
+  if (p.tiles_total == 0) return cudaSuccess;
+
+  auto encode = encode_fn();
+  CUtensorMap map_a{}, map_b{};
+  const cuuint64_t all_rows = static_cast<cuuint64_t>(rows > 0 ? rows : 1);  // no K block reads it when 0
+  const cuuint32_t box[2] = {64, kBK};
+  const cuuint32_t estride[2] = {1, 1};
+  for (int which = 0; which < 2; ++which) {
+    // A: [rows][m], B: [rows][n]; boxes of 64 columns x 64 rows; rows past the end read as zeros
+    const cuuint64_t cols = static_cast<cuuint64_t>(which == 0 ? a.m : a.n);
+    const cuuint64_t dim[2] = {cols, all_rows};
+    const cuuint64_t stride[1] = {cols * 2};
+    if (encode(which == 0 ? &map_a : &map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(which == 0 ? a.a : a.b),
+               dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
+  const int grid = p.tiles_total < dev.sms ? p.tiles_total : dev.sms;
+  if (!dev.smem_set_wgrad) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(grouped_gemm_wgrad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (e != cudaSuccess) return e;
+    dev.smem_set_wgrad = true;
+  }
+  grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+  return cudaGetLastError();
+}
+
+}  // namespace moehub::kernels
