@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -40,7 +39,6 @@ struct Params {
   int m, n;
   int c_fp32;
   float beta;
-  int variant;  // experiment: bit 0 = fp32 epilogue straight from registers, bit 1 = n-fastest tiles
   void* c;
   int group[kGroupedGemmMaxGroups];     // slot -> group index (C_g = C + group * m * n)
   int row_start[kGroupedGemmMaxGroups]; // slot -> first row of the group in A and B
@@ -77,9 +75,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       std::uint32_t phase = 0;
       for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
         const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
-        const int tiles_n = p.tiles_per_group / p.tiles_m;
-        const int m0 = ((p.variant & 2) ? local / tiles_n : local % p.tiles_m) * kBM;
-        const int n0 = ((p.variant & 2) ? local % tiles_n : local / p.tiles_m) * kBN;
+        const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
         const int r0 = p.row_start[slot], k_blocks = (p.rows[slot] + kBK - 1) / kBK;
         for (int kb = 0; kb < k_blocks; ++kb) {
           mbar_wait(empty(s), phase ^ 1u);
@@ -115,9 +111,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint32_t phase = 0;
   for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
     const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
-    const int tiles_n = p.tiles_per_group / p.tiles_m;
-    const int m0 = ((p.variant & 2) ? local / tiles_n : local % p.tiles_m) * kBM;
-    const int n0 = ((p.variant & 2) ? local % tiles_n : local / p.tiles_m) * kBN;
+    const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
     const int rows_g = p.rows[slot], k_blocks = (rows_g + kBK - 1) / kBK;
     if (k_blocks == 0) {
 #pragma unroll
@@ -176,32 +170,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
     const int fr = warp * 16 + lane / 4;
     const long long c_group = static_cast<long long>(p.group[slot]) * p.m * p.n;
-    if (p.variant & 4) {  // experiment: no epilogue (mainloop time alone; C is not written)
-      continue;
-    }
-    if ((p.variant & 1) && p.c_fp32) {
-      // fp32 straight from the fragments: 8-byte stores, each quad of lanes one 32-byte sector
-      float* cbase = static_cast<float*>(p.c) + c_group;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = n0 + j * 8 + 2 * (lane % 4);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int grow = m0 + cw * 64 + fr + 8 * h;
-          if (grow < p.m && col < p.n) {
-            float* dst = cbase + static_cast<long long>(grow) * p.n + col;
-            float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-            if (p.beta != 0.f) {
-              const float2 old = *reinterpret_cast<const float2*>(dst);
-              v0 += p.beta * old.x;
-              v1 += p.beta * old.y;
-            }
-            asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(v0), "f"(v1) : "memory");
-          }
-        }
-      }
-      continue;
-    }
 #pragma unroll
     for (int slab = 0; slab < kBN / kSlabCols; ++slab) {
 #pragma unroll
@@ -298,11 +266,6 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   p.c_fp32 = a.c_fp32 ? 1 : 0;
   p.beta = a.beta;
   p.c = a.c;
-  static const int variant = [] {
-    const char* v = std::getenv("MOEHUB_WGRAD_VARIANT");
-    return v ? std::atoi(v) : 0;
-  }();
-  p.variant = variant;
   p.tiles_m = static_cast<int>((a.m + kBM - 1) / kBM);
   p.tiles_per_group = p.tiles_m * static_cast<int>((a.n + kBN - 1) / kBN);
   const int groups = static_cast<int>(a.rows.size());
