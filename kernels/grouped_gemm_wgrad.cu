@@ -23,8 +23,10 @@ constexpr int kBoxBytes = kBK * 64 * 2;     // one [64 rows][64 columns] bf16 bo
 constexpr int kABytes = 2 * kBoxBytes;      // A tile: 128 output rows = 2 boxes
 constexpr int kBBytes = 4 * kBoxBytes;      // B tile: 256 output columns = 4 boxes
 constexpr int kSlabCols = 32;               // fp32 epilogue slab: 32 columns
-constexpr int kStagingRow = kSlabCols * 4 + 16;  // padded staged row: no bank conflicts
-constexpr int kStagingBytes = 64 * kStagingRow;  // per consumer warpgroup
+constexpr int kStagingRow = kSlabCols * 4 + 16;  // padded staged row (thread stores): no bank conflicts
+constexpr int kSlabBytes = 64 * kSlabCols * 4;    // one fp32 slab for the tensor store: 8 KiB, 128-byte rows
+constexpr int kStagingBytes = 2 * kSlabBytes;     // per consumer warpgroup: two slabs (>= 64 * kStagingRow)
+static_assert(kStagingBytes >= 64 * kStagingRow, "the thread-store staging must fit the slab buffers");
 constexpr int kSmemBytes = kStages * (kABytes + kBBytes) + 2 * kStagingBytes + 2 * kStages * 8 + 1024;
 // MN-major operands: 64-column chunks kBoxBytes apart (leading byte offset), 8-row groups
 // along K 1024 B apart (stride byte offset).
@@ -38,6 +40,7 @@ struct Params {
   int tiles_total;
   int m, n;
   int c_fp32;
+  int tma_store;  // fp32 C, beta 0 or 1: the epilogue stores (or adds) slabs with the tensor copy engine
   float beta;
   void* c;
   int group[kGroupedGemmMaxGroups];     // slot -> group index (C_g = C + group * m * n)
@@ -47,7 +50,7 @@ struct Params {
 
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_wgrad_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                              const __grid_constant__ Params p) {
+                              const __grid_constant__ CUtensorMap map_c, const __grid_constant__ Params p) {
 #ifdef MOEHUB_GG_DEVICE
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -169,6 +172,51 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (bf16) run; rows past m and columns past n are masked
     const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
     const int fr = warp * 16 + lane / 4;
+    if (p.tma_store) {
+      // fp32 slabs of 64 rows x 32 columns leave through the tensor copy engine (a store,
+      // or with beta = 1 an add into C), two slab buffers per warpgroup: the warps write
+      // slab s while slab s - 1 is still being read out, and go on to the next tile's MMAs
+      // while the last ones drain. The buffers use the 128-byte swizzle of the tensor map:
+      // 16-byte piece c of row r sits at piece c ^ (r % 8) (no bank conflicts).
+#pragma unroll
+      for (int slab = 0; slab < kBN / kSlabCols; ++slab) {
+        const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+        // the buffer's previous slab (two stores ago) must have been read
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+#pragma unroll
+        for (int jj = 0; jj < kSlabCols / 8; ++jj) {
+          const int j = slab * (kSlabCols / 8) + jj;
+          const int piece = jj * 2 + (lane % 4) / 2;
+          const std::uint32_t within = static_cast<std::uint32_t>((lane % 2) * 8);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = fr + 8 * h;
+            const std::uint32_t addr =
+                buf + static_cast<std::uint32_t>(r * 128 + ((piece ^ (r % 8)) * 16)) + within;
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(d[4 * j + 2 * h]), "f"(d[4 * j + 2 * h + 1]));
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+        if (tid == 0) {
+          const int c0 = n0 + slab * kSlabCols, c1 = m0 + cw * 64, c2 = p.group[slot];
+          if (p.beta != 0.f)
+            asm volatile(
+                "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                    reinterpret_cast<std::uint64_t>(&map_c)),
+                "r"(c0), "r"(c1), "r"(c2), "r"(buf)
+                : "memory");
+          else
+            asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                             reinterpret_cast<std::uint64_t>(&map_c)),
+                         "r"(c0), "r"(c1), "r"(c2), "r"(buf)
+                         : "memory");
+          asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        }
+      }
+      continue;
+    }
     const long long c_group = static_cast<long long>(p.group[slot]) * p.m * p.n;
 #pragma unroll
     for (int slab = 0; slab < kBN / kSlabCols; ++slab) {
@@ -227,6 +275,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
     }
   }
+  // the tensor stores must be complete before the block (and its shared memory) ends
+  if (p.tma_store && tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif  // MOEHUB_GG_DEVICE
 }
 
@@ -308,6 +358,21 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
+  CUtensorMap map_c{};
+  p.tma_store = a.c_fp32 && (a.beta == 0.f || a.beta == 1.f) ? 1 : 0;
+  if (p.tma_store) {
+    // C: groups of [m][n] fp32; box 32 (n) x 64 (m) x 1, 128-byte swizzle; the engine clips
+    // rows past m and columns past n
+    const cuuint64_t dim[3] = {static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.m),
+                               static_cast<cuuint64_t>(groups)};
+    const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * 4, static_cast<cuuint64_t>(a.m * a.n) * 4};
+    const cuuint32_t box_c[3] = {kSlabCols, 64, 1};
+    const cuuint32_t estride_c[3] = {1, 1, 1};
+    if (encode(&map_c, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, a.c, dim, stride, box_c, estride_c,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
   const int grid = p.tiles_total < dev.sms ? p.tiles_total : dev.sms;
   if (!dev.smem_set_wgrad) {
     const cudaError_t e =
@@ -315,7 +380,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
     if (e != cudaSuccess) return e;
     dev.smem_set_wgrad = true;
   }
-  grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+  grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
   return cudaGetLastError();
 }
 
