@@ -82,6 +82,11 @@ struct GroupedGemmWgradArgs {
 /// Empty when grouped_gemm_wgrad can run `args` on the current device; otherwise why.
 std::string grouped_gemm_wgrad_unsupported(const GroupedGemmWgradArgs& args);
 
+/// Output tiles of the call (128 x 256 each, per group that is computed or cleared) over the
+/// current device's multiprocessors: below 1 the kernel leaves multiprocessors idle (it
+/// does not split K), where cuBLAS can split the reduction.
+double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& args);
+
 /// Enqueues the weight-gradient grouped GEMM on `stream` and returns the launch status,
 /// or, without launching, cudaErrorNotSupported for a call that is refused.
 cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& args, cudaStream_t stream);

@@ -307,6 +307,15 @@ std::string grouped_gemm_wgrad_unsupported(const GroupedGemmWgradArgs& a) {
   return {};
 }
 
+double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& a) {
+  const DeviceInfo& dev = device_info();
+  if (dev.sms <= 0 || a.m <= 0 || a.n <= 0) return 0.0;
+  long long groups = 0;
+  for (std::int64_t k : a.rows) groups += (k > 0 || a.beta == 0.f) ? 1 : 0;
+  const long long tiles = groups * ((a.m + kBM - 1) / kBM) * ((a.n + kBN - 1) / kBN);
+  return static_cast<double>(tiles) / dev.sms;
+}
+
 cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
   if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
   DeviceInfo& dev = device_info();

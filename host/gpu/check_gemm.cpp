@@ -4,7 +4,9 @@
 // groups (empty ones, one row, a row either side of the 64-row K block, a few hundred
 // rows), in the three forms the layer uses: fp32 C with beta 0 (C poisoned with NaN
 // first: every element must be written), fp32 C with beta 1 and bf16 C with beta 1 (C
-// starts random). A guard band after the last group's C must stay untouched.
+// starts random). A guard band after the last group's C must stay untouched. With --gemm
+// auto (the default) the cases run the wgmma kernel, which auto leaves to cuBLAS on calls
+// this small.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -35,7 +37,10 @@ double bits_to_double(const std::vector<std::uint32_t>& v, std::size_t i) {
 
 }  // namespace
 
-int check_wgrad_gemms(GemmImpl impl, std::uint64_t seed, int hidden, int ffn, double tol, int& cases) {
+int check_wgrad_gemms(GemmImpl impl_arg, std::uint64_t seed, int hidden, int ffn, double tol, int& cases) {
+  // auto would send these small calls (fewer tiles than multiprocessors) to cuBLAS: with
+  // auto, and with wgmma, the kernel itself is checked
+  const GemmImpl impl = impl_arg == GemmImpl::kAuto ? GemmImpl::kWgmma : impl_arg;
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   // uneven groups: empty, 1, 63, 64, 65 rows, a larger one and another empty one, shuffled
   std::vector<std::int64_t> rows = {0, 1, 63, 64, 65, std::uniform_int_distribution<std::int64_t>(100, 400)(rng), 0};

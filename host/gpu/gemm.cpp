@@ -78,9 +78,9 @@ void GemmRunner::one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g) {
 // The wgmma kernels' contracts (kernels/grouped_gemm.hpp): one A, B and C base with the
 // groups packed in order. Checked on the caller's pointers, so a call that is laid out
 // otherwise simply runs on cuBLAS.
-bool GemmRunner::try_wgmma(const GemmCall& c) {
+bool GemmRunner::try_wgmma(const GemmCall& c, bool chosen_by_auto) {
   wgmma_refusal_.clear();
-  if (c.trans_a) return try_wgmma_wgrad(c);
+  if (c.trans_a) return try_wgmma_wgrad(c, chosen_by_auto);
   if (c.c_fp32 || c.beta != 0.f) {
     wgmma_refusal_ = "fp32 C or beta != 0 without transposed A";
     return false;
@@ -118,7 +118,7 @@ bool GemmRunner::try_wgmma(const GemmCall& c) {
 
 // Weight gradients C_g = A_g^T B_g + beta C_g (kernels::grouped_gemm_wgrad): A_g [k_g][m]
 // and B_g [k_g][n] packed row after row, C_g = C + g * m * n.
-bool GemmRunner::try_wgmma_wgrad(const GemmCall& c) {
+bool GemmRunner::try_wgmma_wgrad(const GemmCall& c, bool chosen_by_auto) {
   if (c.trans_b) {
     wgmma_refusal_ = "transposed A and B";
     return false;
@@ -146,6 +146,12 @@ bool GemmRunner::try_wgmma_wgrad(const GemmCall& c) {
     args.rows.push_back(g.k);
     row += g.k;
   }
+  // auto: less than one tile per multiprocessor (a ring chunk of one expert, say) runs on
+  // cuBLAS, which splits the reduction; bench-hop and run --gemm auto-cublas-wgrad compare
+  if (chosen_by_auto && kernels::grouped_gemm_wgrad_waves(args) < kWgradMinWaves) {
+    wgmma_refusal_ = "fewer output tiles than multiprocessors";
+    return false;
+  }
   const cudaError_t e = kernels::grouped_gemm_wgrad(args, stream_);
   if (e == cudaErrorNotSupported) {
     wgmma_refusal_ = kernels::grouped_gemm_wgrad_unsupported(args);
@@ -165,7 +171,7 @@ void GemmRunner::run(const GemmCall& c, GemmImpl impl) {
   const bool wgmma_wanted = impl == GemmImpl::kWgmma || (impl == GemmImpl::kAuto && !cublas_wgrad);
   // (a weight-gradient call with an empty first group still goes to its kernel: k_g = 0 is allowed)
   if (wgmma_wanted && !c.groups.empty() && (c.trans_a || c.groups.front().k > 0)) {
-    if (try_wgmma(c)) return;
+    if (try_wgmma(c, impl == GemmImpl::kAuto)) return;
     if (impl == GemmImpl::kWgmma) impl = GemmImpl::kStreams;
   }
   // Degenerate groups: nothing to compute, but C = 0 when K = 0 and beta = 0.

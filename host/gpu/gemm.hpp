@@ -14,7 +14,8 @@
 //            non-sm_90 device) run as kStreams
 //   kAuto    kWgmma where it applies (on the H200 it was the fastest on every expert
 //            GEMM of Mixtral-8x7B, Qwen3-30B-A3B and Qwen1.5-MoE-A2.7B, the cases timed
-//            round-robin); otherwise kLoop for at most kAutoLoopMaxGroups groups (each
+//            round-robin), weight gradients only with at least kWgradMinWaves output tiles
+//            per multiprocessor; otherwise kLoop for at most kAutoLoopMaxGroups groups (each
 //            GEMM fills the GPU), else kStreams (docs/results/gpu-h200.md)
 //   kAutoCublasWgrad  kAuto, but the weight gradients (transposed A) on cuBLAS as kAuto
 //            chooses it: the layer's GEMMs before the weight-gradient kernel existed
@@ -31,6 +32,12 @@ namespace moehub::gpu {
 
 enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto, kAutoCublasWgrad };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
+/// kAuto runs a weight-gradient call on the wgmma kernel only with at least this many
+/// output tiles per multiprocessor (the kernel does not split K). Our measurement (H200,
+/// run ring-expert EP 8, 8,192 tokens, Qwen3 shapes): one-expert chunks (96 and 48 tiles on
+/// 132 SMs) made the backward 4-6 ms slower than cuBLAS; whole a2a calls (>= 11 waves) were
+/// not slower (docs/results/gpu-h200.md).
+constexpr double kWgradMinWaves = 1.0;
 constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
 GemmImpl parse_gemm_impl(const std::string&);  ///< "loop" | "streams" | "grouped" | "wgmma" | "auto" | "auto-cublas-wgrad"; throws std::invalid_argument
@@ -65,8 +72,8 @@ class GemmRunner {
 
  private:
   void one(cublasHandle_t h, const GemmCall& c, const GemmGroup& g);
-  bool try_wgmma(const GemmCall& c);
-  bool try_wgmma_wgrad(const GemmCall& c);
+  bool try_wgmma(const GemmCall& c, bool chosen_by_auto);
+  bool try_wgmma_wgrad(const GemmCall& c, bool chosen_by_auto);
   cudaStream_t stream_;
   cublasHandle_t handle_{};
   std::vector<cudaStream_t> side_;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# gemm-test, gemm, gemm-skewed, gemm-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -30,6 +30,8 @@ for s in "$@"; do
       stage build 400 bash -c "cmake --preset gpu && cmake --build --preset gpu -j16 && g++ --version | head -1" ;;
     check)
       stage check 300 "$BIN" check ;;
+    check-wgmma)  # every expert GEMM of the layer on our kernels, whatever auto would choose
+      stage check_wgmma 300 "$BIN" check --gemm wgmma ;;
     check-big)
       stage check_big 300 "$BIN" check --ep 1,8,16,32 --tokens 256 --hidden 512 --ffn 256 --experts 64 --top-k 8 ;;
     sanitize)
