@@ -33,10 +33,11 @@ namespace moehub::gpu {
 enum class GemmImpl { kLoop, kStreams, kGrouped, kWgmma, kAuto, kAutoCublasWgrad };
 constexpr std::size_t kAutoLoopMaxGroups = 16;
 /// kAuto runs a weight-gradient call on the wgmma kernel only with at least this many
-/// output tiles per multiprocessor (the kernel does not split K). Our measurement (H200,
-/// run ring-expert EP 8, 8,192 tokens, Qwen3 shapes): one-expert chunks (96 and 48 tiles on
-/// 132 SMs) made the backward 4-6 ms slower than cuBLAS; whole a2a calls (>= 11 waves) were
-/// not slower (docs/results/gpu-h200.md).
+/// output tiles per multiprocessor: the kernel does not split K, so a smaller call (a ring
+/// chunk of one expert: 96 and 48 tiles on 132 SMs at Qwen3's shape) leaves multiprocessors
+/// idle where cuBLAS can split the reduction. (The layer timings on the H200 could not
+/// separate the two: run --schedule ring-expert --ep 8 varied by 79-106 ms between calls
+/// of the same GEMM path; docs/results/gpu-h200.md.)
 constexpr double kWgradMinWaves = 1.0;
 constexpr int kAutoStreams = 4;  ///< side streams of a runner made with the default (bench-gemm: 4, 8, 16 within noise; 4 best for 60-128 experts)
 const char* to_string(GemmImpl);
