@@ -1,7 +1,8 @@
-// The overlapped software baselines (fastermoe, tutel, comet, ccfuser): what
-// waits for what in their op lists, and a run of each on the default system
-// that passes the self-checks and shows its overlap in the timeline (one
-// simulation per test case; CTest runs each case in its own process).
+// The software baselines: what waits for what in their op lists, and a run of
+// each on the default system that passes the self-checks and shows its
+// overlap in the timeline (fastermoe, tutel, comet, ccfuser), or shows that
+// nothing overlaps (megatron, megatron-train). One simulation per test case;
+// CTest runs each case in its own process.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,56 @@ int index_of(const std::vector<Op>& ops, const std::string& name) {
     if (ops[i].name == name) return static_cast<int>(i);
   }
   return -1;
+}
+
+// Megatron-Core overlaps nothing: one stream, no events between streams, no
+// flags; the host synchronises on the counts after their exchange and before
+// the dispatch, and (megatron-train) the backward follows the whole forward,
+// its combine gradient's all-to-all before the dispatch gradient's.
+void check_megatron_sequence(const Schedule& sch, bool backward) {
+  for (const auto& ops : sch.ops) {
+    for (const auto& op : ops) {
+      EXPECT_EQ(op.stream, 0) << op.name;
+      EXPECT_TRUE(op.after.empty()) << op.name;
+      EXPECT_EQ(op.sets_flag, -1) << op.name;
+      EXPECT_EQ(op.release, ReleaseKind::kLaunch) << op.name;
+    }
+    const int counts = index_of(ops, "count_exchange");
+    const int sync = index_of(ops, "count_sync");
+    const int dispatch = index_of(ops, "dispatch");
+    const int probs = index_of(ops, "dispatch_probs");
+    const int combine = index_of(ops, "combine");
+    const int fc1 = index_of(ops, "expert0_fc1");
+    ASSERT_TRUE(counts >= 0 && sync > counts && dispatch > sync && probs > dispatch && fc1 > probs && combine > fc1);
+    EXPECT_EQ(ops[static_cast<std::size_t>(sync)].kind, OpKind::kHostSync);
+    // the routed experts run one after another: fc1 of expert e+1 after fc2 of expert e
+    EXPECT_LT(index_of(ops, "expert0_fc2"), index_of(ops, "expert1_fc1"));
+    if (!backward) {
+      EXPECT_EQ(index_of(ops, "combine_bwd"), -1);
+      continue;
+    }
+    const int cbwd = index_of(ops, "combine_bwd");
+    const int dbwd = index_of(ops, "dispatch_bwd");
+    ASSERT_TRUE(cbwd > combine && dbwd > cbwd);
+    // every backward op follows every forward op
+    int last_forward = -1, first_backward = static_cast<int>(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].phase == "backward") {
+        first_backward = std::min(first_backward, static_cast<int>(i));
+      } else {
+        last_forward = static_cast<int>(i);
+      }
+    }
+    EXPECT_LT(last_forward, first_backward);
+    EXPECT_GT(index_of(ops, "expert0_fc2_dgrad"), cbwd);
+    EXPECT_LT(index_of(ops, "expert1_fc1_wgrad"), dbwd);
+  }
+}
+
+TEST(Baselines, MegatronRunsEveryPhaseInSequence) {
+  const Workload s = make("mixtral-8x7b", 4096, 4);  // 2 experts per GPU
+  check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, false), false);
+  check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, true), true);
 }
 
 TEST(Baselines, FasterMoePipelinesPairwiseSteps) {
@@ -185,6 +236,47 @@ TEST_P(BaselineRun, PassesSelfChecksAndOverlaps) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, BaselineRun, testing::Values("fastermoe", "tutel", "comet", "ccfuser"),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// A run of megatron and megatron-train passes the self-checks, and on every GPU
+// no two ops overlap in time: each starts when the previous one has finished.
+class MegatronRun : public testing::TestWithParam<std::string> {};
+
+TEST_P(MegatronRun, PassesSelfChecksAndOverlapsNothing) {
+  RunRequest req;
+  req.system = load_system_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/systems/dgx-h800.yaml");
+  req.system.sim.granularity = "row";
+  req.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
+  req.workload.tokens = 4096;
+  req.schedule = GetParam();
+  req.timeline = false;
+  const RunOutput out = simulate(req);
+  ASSERT_FALSE(out.time_limit_exceeded);
+  EXPECT_TRUE(out.check_errors.empty()) << (out.check_errors.empty() ? "" : out.check_errors[0]);
+  EXPECT_TRUE(out.results["checks"]["passed"].get<bool>());
+  for (const auto& gpu : out.results["gpus"]) {
+    double prev_end = 0;
+    double dispatch_end = -1, first_gemm = -1;
+    int ops = 0;
+    for (const auto& p : gpu["phases"]) {
+      if (p["kind"] == "launch_gap") continue;  // host time between launches
+      EXPECT_EQ(p["stream"].get<int>(), 0);
+      const double start = p["start_us"].get<double>();
+      EXPECT_GE(start, prev_end - 1e-6) << p["name"].get<std::string>();
+      prev_end = std::max(prev_end, p["end_us"].get<double>());
+      if (p["phase"] == "dispatch") dispatch_end = p["end_us"].get<double>();
+      if (p["phase"] == "expert_compute" && first_gemm < 0) first_gemm = start;
+      ++ops;
+    }
+    EXPECT_GT(ops, 10);
+    ASSERT_GE(dispatch_end, 0);
+    EXPECT_GE(first_gemm, dispatch_end);  // no expert starts before the dispatch has delivered everything
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, MegatronRun, testing::Values("megatron", "megatron-train"),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                           return i.param == "megatron" ? std::string("megatron") : std::string("megatron_train");
+                         });
 
 }  // namespace
 }  // namespace moehub
