@@ -187,7 +187,7 @@ def scaling(path, out):
     runs = os.path.join(os.path.dirname(path), "runs")
     t = {}
     for r in rows:
-        tag = f"{r['system']}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
+        tag = f"{r['system'].replace('/', '_')}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
         with open(os.path.join(runs, tag + ".json")) as f:
             gpus = json.load(f)["num_gpus"]
         t[(r["model"], r["schedule"], gpus)] = float(r["layer_time_us"])
