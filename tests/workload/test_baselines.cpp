@@ -10,6 +10,7 @@
 
 #include "common/config_loader.hpp"
 #include "platform/simulate.hpp"
+#include "workload/baseline_common.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
@@ -182,15 +183,66 @@ void check_fused(const Schedule& sch, int comm_sms, ReleaseKind release) {
       EXPECT_EQ(disp.sets_flag, st);                                   // chunk st raises flag st
       EXPECT_EQ(gemm1.release_flags[static_cast<std::size_t>(st)], st); // and releases GEMM1's group st
       launched += disp.launch ? 1 : 0;
-      const int g2 = index_of(ops, "expert_gemm2_chunk" + std::to_string(st));
-      const int c = index_of(ops, "combine_chunk" + std::to_string(st));
-      ASSERT_TRUE(g2 > g1 && c > g2);
-      EXPECT_EQ(ops[static_cast<std::size_t>(c)].after, std::vector<int>{g2});
-      EXPECT_EQ(ops[static_cast<std::size_t>(g2)].first_sm, comm_sms);
     }
     EXPECT_EQ(launched, 1);  // one fused kernel, one launch
+    // layer 1: each source's combine waits for the GEMM2 chunk holding its
+    // rows; the chunks run in source order, on the GEMM SMs, as one kernel
+    int prev_g2 = g1, g2_launched = 0, chunks = 0;
+    for (const auto& op : ops) {
+      if (op.name.rfind("expert_gemm2_chunk", 0) == 0) {
+        ++chunks;
+        g2_launched += op.launch ? 1 : 0;
+        EXPECT_EQ(op.first_sm, comm_sms);
+      }
+    }
+    EXPECT_EQ(g2_launched, 1);
+    EXPECT_GE(chunks, 1);
+    EXPECT_LE(chunks, 8);
+    for (int st = 0; st < 8; ++st) {
+      const int c = index_of(ops, "combine_chunk" + std::to_string(st));
+      ASSERT_GT(c, g1);
+      const auto& after = ops[static_cast<std::size_t>(c)].after;
+      ASSERT_EQ(after.size(), 1u);
+      EXPECT_EQ(ops[static_cast<std::size_t>(after[0])].name.rfind("expert_gemm2_chunk", 0), 0u);
+      EXPECT_GE(after[0], prev_g2);  // sources in order
+      prev_g2 = after[0];
+    }
     EXPECT_GE(index_of(ops, "count_sync"), 0);
   }
+}
+
+// A fused GEMM2 kernel's chunks are whole tile rows: consecutive sources until
+// they hold kFusedMinRowsPerChunk rows per expert that receives rows, the
+// remainder joining the chunk before it.
+TEST(Baselines, FusedGemm2ChunksAreWholeTileRows) {
+  using baseline_detail::fused_gemm2_chunks;
+  using V = std::vector<std::vector<std::int64_t>>;
+  using C = std::vector<std::vector<int>>;
+  ASSERT_EQ(baseline_detail::kFusedMinRowsPerChunk, 256);
+  // large sources: one chunk each
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {512})), (C{{0}, {1}, {2}, {3}}));
+  // 64 rows per source: four sources a chunk
+  EXPECT_EQ(fused_gemm2_chunks(V(8, {64})), (C{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  // fewer rows than one chunk in all: one chunk
+  EXPECT_EQ(fused_gemm2_chunks(V(8, {4})), (C{{0, 1, 2, 3, 4, 5, 6, 7}}));
+  // a remainder under the target joins the chunk before it
+  EXPECT_EQ(fused_gemm2_chunks(V(3, {200})), (C{{0, 1, 2}}));
+  // two local experts, one of them idle: the target counts the busy one only
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {300, 0})), (C{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {150, 150})), (C{{0, 1}, {2, 3}}));
+}
+
+// At a size where every source's rows fill chunks of their own, comet runs one
+// GEMM2 chunk per source, and at a small size a single chunk.
+TEST(Baselines, CometGemm2ChunksFollowTheRows) {
+  const auto count_chunks = [](const Schedule& sch) {
+    return std::count_if(sch.ops[0].begin(), sch.ops[0].end(),
+                         [](const Op& o) { return o.name.rfind("expert_gemm2_chunk", 0) == 0; });
+  };
+  const Workload large = make("mixtral-8x7b", 32768, 8);  // about 1,024 rows per source
+  const Workload small = make("mixtral-8x7b", 512, 8);    // about 16 rows per source
+  EXPECT_EQ(count_chunks(build_comet(large.model, large.routing, large.placement, {})), 8);
+  EXPECT_EQ(count_chunks(build_comet(small.model, small.routing, small.placement, {})), 1);
 }
 
 TEST(Baselines, CometPollsFlagsWithDedicatedSms) {
