@@ -8,10 +8,18 @@ writes into --out:
 
   baselines_layer_time.png   per-layer time against total tokens, one panel per model
   baselines_speedup.png      average speedup of the reference over each baseline,
-                             beside the MoE-Hub paper's averages
+                             beside ideal's and the MoE-Hub paper's averages
+  baselines_speedup_tokens.png
+                             the reference's speedup over each baseline against
+                             total tokens, one panel per model
   baselines_tables.md        the same figures as Markdown tables
   baselines_scaling.png      with --scaling-csv (a sweep over systems of 2..N GPUs
                              at one token count): layer time against GPUs per model
+  baselines_scaling_efficiency.png
+                             the same as throughput relative to the fewest GPUs,
+                             beside linear scaling (the paper's Fig. 17 view); the
+                             tables add the reference's speedup over each baseline
+                             per GPU count and the scaling efficiency
 
 The reference is MoE-Hub when the sweep has it, otherwise `ideal` (an upper
 bound: the paper puts MoE-Hub at 96.8 % of ideal). Averages are arithmetic
@@ -94,10 +102,17 @@ def main():
         v = [t[(a.system, m, b, n)] / t[(a.system, m, ref, n)] for m in models for n in tokens
              if (a.system, m, b, n) in t and (a.system, m, ref, n) in t]
         sp[b] = mean(v)
+    spi = {b: mean([t[(a.system, m, b, n)] / t[(a.system, m, "ideal", n)] for m in models for n in tokens
+                    if (a.system, m, b, n) in t and (a.system, m, "ideal", n) in t]) for b in BASELINES}
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = range(len(BASELINES))
-    ax.bar([x - 0.2 for x in xs], [sp[b] for b in BASELINES], width=0.4, label=f"{ref} over baseline (this model)")
-    ax.bar([x + 0.2 for x in xs], [PAPER[b] for b in BASELINES], width=0.4, label="MoE-Hub over baseline (paper)")
+    if ref != "ideal":
+        ax.bar([x - 0.27 for x in xs], [sp[b] for b in BASELINES], width=0.27, label=f"{ref} over baseline (this model)")
+        ax.bar(list(xs), [spi[b] for b in BASELINES], width=0.27, label="ideal over baseline (this model)")
+        ax.bar([x + 0.27 for x in xs], [PAPER[b] for b in BASELINES], width=0.27, label="MoE-Hub over baseline (paper)")
+    else:
+        ax.bar([x - 0.2 for x in xs], [sp[b] for b in BASELINES], width=0.4, label=f"{ref} over baseline (this model)")
+        ax.bar([x + 0.2 for x in xs], [PAPER[b] for b in BASELINES], width=0.4, label="MoE-Hub over baseline (paper)")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(BASELINES)
     ax.set_ylabel("average speedup on the MoE layer")
@@ -106,6 +121,23 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "baselines_speedup.png"), dpi=110)
 
+    # speedup of the reference over each baseline against tokens, one panel per model
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for b in BASELINES:
+            xs = [n for n in tokens if (a.system, m, b, n) in t and (a.system, m, ref, n) in t]
+            ax.plot(xs, [t[(a.system, m, b, n)] / t[(a.system, m, ref, n)] for n in xs], marker="o", ms=3,
+                    label=f"over {b}")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("total tokens")
+        ax.set_ylabel(f"speedup of {ref} (baseline time / {ref} time)")
+        ax.set_title(f"{m}, {a.system}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "baselines_speedup_tokens.png"), dpi=110)
+
     lines = [f"Reference: `{ref}`; system `{a.system}`.", "",
              "| model | tokens | " + " | ".join(f"{s} (us)" for s in order) + " |",
              "| --- | ---: |" + " ---: |" * len(order)]
@@ -113,15 +145,31 @@ def main():
         for n in tokens:
             cells = [f"{t[(a.system, m, s, n)]:.0f}" if (a.system, m, s, n) in t else "" for s in order]
             lines.append(f"| {m} | {n} | " + " | ".join(cells) + " |")
-    lines += ["", f"| baseline | {ref} / baseline, mean | MoE-Hub / baseline, paper |", "| --- | ---: | ---: |"]
+    lines += ["", f"Speedups are baseline time / {ref} time (or / ideal time), arithmetic means over the sizes.", "",
+              f"| baseline | {ref} over baseline, mean | ideal over baseline, mean | MoE-Hub over baseline, paper |"
+              + "".join(f" {ref} over baseline, {m} |" for m in models),
+              "| --- | ---: | ---: | ---: |" + " ---: |" * len(models)]
     for b in BASELINES:
-        lines.append(f"| {b} | {sp[b]:.3f} | {PAPER[b]:.3f} |")
+        vi = [t[(a.system, m, b, n)] / t[(a.system, m, "ideal", n)] for m in models for n in tokens
+              if (a.system, m, b, n) in t and (a.system, m, "ideal", n) in t]
+        per = []
+        for m in models:
+            v = [t[(a.system, m, b, n)] / t[(a.system, m, ref, n)] for n in tokens
+                 if (a.system, m, b, n) in t and (a.system, m, ref, n) in t]
+            per.append(f" {mean(v):.3f} |")
+        lines.append(f"| {b} | {sp[b]:.3f} | {mean(vi):.3f} | {PAPER[b]:.3f} |" + "".join(per))
+    if ref != "ideal":
+        fr = [t[(a.system, m, "ideal", n)] / t[(a.system, m, ref, n)] for m in models for n in tokens
+              if (a.system, m, "ideal", n) in t and (a.system, m, ref, n) in t]
+        if fr:
+            lines += ["", f"{ref} reaches {100 * mean(fr):.1f} % of ideal on average (ideal / {ref}; "
+                      f"range {100 * min(fr):.1f} to {100 * max(fr):.1f} %; the paper: 96.8 %)."]
     mix = "mixtral-8x7b"
     small = [t[(a.system, mix, "megatron", n)] / t[(a.system, mix, ref, n)] for n in tokens
              if n <= 2048 and (a.system, mix, "megatron", n) in t and (a.system, mix, ref, n) in t]
     large = [t[(a.system, mix, "megatron", n)] / t[(a.system, mix, ref, n)] for n in tokens
              if n >= 4096 and (a.system, mix, "megatron", n) in t and (a.system, mix, ref, n) in t]
-    lines += ["", f"| Mixtral-8x7B, megatron / {ref} | this model | paper (MoE-Hub over Megatron-TE) |",
+    lines += ["", f"| Mixtral-8x7B, megatron time / {ref} time | this model | paper (MoE-Hub over Megatron-TE) |",
               "| --- | ---: | ---: |",
               f"| 128-2,048 tokens | {mean(small):.2f} | {PAPER_MIXTRAL['small']:.2f} |",
               f"| 4,096-32,768 tokens | {mean(large):.2f} | {PAPER_MIXTRAL['large']:.2f} |"]
@@ -139,7 +187,7 @@ def scaling(path, out):
     runs = os.path.join(os.path.dirname(path), "runs")
     t = {}
     for r in rows:
-        tag = f"{r['system']}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
+        tag = f"{r['system'].replace('/', '_')}_{r['model']}_{r['schedule']}_t{r['tokens']}_std{r['imbalance_std']}_s{r['seed']}_{r['granularity']}"
         with open(os.path.join(runs, tag + ".json")) as f:
             gpus = json.load(f)["num_gpus"]
         t[(r["model"], r["schedule"], gpus)] = float(r["layer_time_us"])
@@ -167,6 +215,41 @@ def scaling(path, out):
         for g in gpus:
             lines.append(f"| {m} | {g} | " + " | ".join(f"{t[(m, s, g)]:.0f}" if (m, s, g) in t else ""
                                                        for s in scheds) + " |")
+    # speedup of the reference over each baseline per GPU count
+    hub = sorted(s for s in scheds if s.startswith("moehub"))
+    ref = hub[0] if hub else "ideal"
+    base = [s for s in BASELINES if s in scheds]
+    lines += ["", f"Speedup of {ref} over each baseline (baseline time / {ref} time):", "",
+              "| model | GPUs | " + " | ".join(base) + " |", "| --- | ---: |" + " ---: |" * len(base)]
+    for m in models:
+        for g in gpus:
+            lines.append(f"| {m} | {g} | " + " | ".join(
+                f"{t[(m, b, g)] / t[(m, ref, g)]:.2f}" if (m, b, g) in t and (m, ref, g) in t else ""
+                for b in base) + " |")
+    # scaling efficiency: throughput relative to the fewest GPUs over the linear ideal
+    g0 = gpus[0]
+    lines += ["", f"Scaling efficiency: (time on {g0} GPUs / time on G GPUs) / (G / {g0}); 1.0 is linear:", "",
+              "| model | GPUs | " + " | ".join(scheds) + " |", "| --- | ---: |" + " ---: |" * len(scheds)]
+    for m in models:
+        for g in gpus:
+            lines.append(f"| {m} | {g} | " + " | ".join(
+                f"{t[(m, s, g0)] / t[(m, s, g)] / (g / g0):.2f}" if (m, s, g0) in t and (m, s, g) in t else ""
+                for s in scheds) + " |")
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for s in scheds:
+            xs = [g for g in gpus if (m, s, g) in t and (m, s, g0) in t]
+            ax.plot(xs, [t[(m, s, g0)] / t[(m, s, g)] for g in xs], marker="o", ms=3, label=s)
+        ax.plot(gpus, [g / g0 for g in gpus], "k--", lw=1, label="linear")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(f"throughput relative to {g0} GPUs")
+        ax.set_title(m)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "baselines_scaling_efficiency.png"), dpi=110)
     return lines
 
 

@@ -17,8 +17,14 @@ import subprocess
 import sys
 
 
+def run_tag(system, model, schedule, tokens, std, seed, granularity):
+    """The name of a run's results file in OUT/runs/; a system given as a path to
+    a YAML file contributes its path with each '/' written as '_'."""
+    return f"{system.replace('/', '_')}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
+
+
 def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
-    tag = f"{system}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
+    tag = run_tag(system, model, schedule, tokens, std, seed, granularity)
     results = os.path.join(out, "runs", tag + ".json")
     cmd = [sim, "--system", system, "--model", model, "--schedule", schedule, "--tokens", str(tokens),
            "--imbalance-std", str(std), "--seed", str(seed), "--granularity", granularity,

@@ -66,6 +66,39 @@ Op unpermute_op(const ModelConfig& m, std::int64_t tokens) {
   return memory_op("unpermute", "unpermute", T * m.top_k * H * b + T * H * b + T * m.top_k * 4);
 }
 
+std::vector<std::vector<int>> fused_gemm2_chunks(const std::vector<std::vector<std::int64_t>>& step_rows) {
+  std::vector<std::vector<int>> chunks;
+  if (step_rows.empty()) return chunks;
+  const std::size_t E = step_rows[0].size();
+  std::vector<std::int64_t> total(E, 0);
+  for (const auto& v : step_rows) {
+    for (std::size_t e = 0; e < E; ++e) total[e] += v[e];
+  }
+  const auto busy = static_cast<std::int64_t>(
+      std::count_if(total.begin(), total.end(), [](std::int64_t x) { return x > 0; }));
+  const std::int64_t target = kFusedMinRowsPerChunk * std::max<std::int64_t>(1, busy);
+  std::vector<int> cur;
+  std::int64_t rows = 0;
+  for (std::size_t st = 0; st < step_rows.size(); ++st) {
+    cur.push_back(static_cast<int>(st));
+    for (const auto x : step_rows[st]) rows += x;
+    if (rows >= target) {
+      chunks.push_back(cur);
+      cur.clear();
+      rows = 0;
+    }
+  }
+  if (!cur.empty()) {
+    // a remainder under the target joins the chunk before it
+    if (chunks.empty()) {
+      chunks.push_back(cur);
+    } else {
+      chunks.back().insert(chunks.back().end(), cur.begin(), cur.end());
+    }
+  }
+  return chunks;
+}
+
 Schedule build_fused(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions& opt,
                      const FusedStyle& style) {
   const int G = r.num_gpus;
@@ -128,17 +161,27 @@ Schedule build_fused(const ModelConfig& m, const Routing& r, const ExpertPlaceme
     Op act = expert_activation(m, all, "");
     act.launch = false;  // the activation is GEMM1's epilogue
     ops.push_back(std::move(act));
-    // layer 1: GEMM2 chunk by chunk (one kernel), each chunk's combine as soon as it is done
-    for (int st = 0; st < G; ++st) {
-      Op g2 = expert_gemm2(m, step_rows[static_cast<std::size_t>(st)], "_chunk" + std::to_string(st));
+    // layer 1: GEMM2 chunk by chunk (one kernel), each source's combine as soon
+    // as the chunk holding its rows is done; a chunk is whole tile rows
+    // (fused_gemm2_chunks), so the kernel reads its weights once per chunk
+    const auto chunks = fused_gemm2_chunks(step_rows);
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      std::vector<std::int64_t> rows(all.size(), 0);
+      for (const int st : chunks[c]) {
+        for (std::size_t e = 0; e < rows.size(); ++e) rows[e] += step_rows[static_cast<std::size_t>(st)][e];
+      }
+      Op g2 = expert_gemm2(m, rows, "_chunk" + std::to_string(c));
       g2.first_sm = style.comm_sms;
-      g2.launch = st == 0;
+      g2.launch = c == 0;
       ops.push_back(std::move(g2));
-      Op c = collective_op("combine_chunk" + std::to_string(st), "combine", comb[static_cast<std::size_t>(st)], 1);
-      c.after = {static_cast<int>(ops.size()) - 1};
-      c.launch = st == 0;
-      c.collective_setup = st == 0;
-      ops.push_back(std::move(c));
+      const int g2_index = static_cast<int>(ops.size()) - 1;
+      for (const int st : chunks[c]) {
+        Op cb = collective_op("combine_chunk" + std::to_string(st), "combine", comb[static_cast<std::size_t>(st)], 1);
+        cb.after = {g2_index};
+        cb.launch = st == 0;
+        cb.collective_setup = st == 0;
+        ops.push_back(std::move(cb));
+      }
     }
     append_shared_expert_ops(ops, m, T);
     Op u = unpermute_op(m, T);

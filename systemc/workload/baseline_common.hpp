@@ -35,6 +35,23 @@ Op expert_activation(const ModelConfig& m, const std::vector<std::int64_t>& rows
 /// The weighted sum of each token's k expert outputs (scaling).
 Op unpermute_op(const ModelConfig& m, std::int64_t tokens);
 
+/// Rows per local expert, on average, that one chunk of a fused GEMM2 kernel
+/// (comet, ccfuser) holds at least. The chunks stand for the order in which one
+/// kernel's thread blocks run (source by source, so that each source's combine
+/// can start early); a kernel does not split a tile row between sources, and
+/// the tiles of a small chunk run alongside the next chunk's and share its
+/// weight reads, whereas every chunk op of the simulator reads the experts'
+/// weights anew. Assumption: two 128-row tile rows per expert, the figure of
+/// Tutel's minimum chunk (BaselineOptions::tutel_min_rows_per_chunk, 256).
+constexpr std::int64_t kFusedMinRowsPerChunk = 256;
+
+/// The chunks of a fused GEMM2 kernel: consecutive steps (sources, in the
+/// dispatch's order) whose rows (`step_rows[s][e]`: step s, local expert e)
+/// reach kFusedMinRowsPerChunk per expert that receives rows; a remainder
+/// under that joins the chunk before it. One chunk when the GPU receives fewer
+/// rows than that in all.
+std::vector<std::vector<int>> fused_gemm2_chunks(const std::vector<std::vector<std::int64_t>>& step_rows);
+
 /// How a tile-level fused schedule (comet, ccfuser) runs its kernels.
 struct FusedStyle {
   std::string name;
@@ -51,8 +68,9 @@ struct FusedStyle {
 /// The fused-overlap schedule: routing, permute, the host's address
 /// resolution, the layout table, then layer 0 (dispatch in G pairwise chunks,
 /// local first, with GEMM1's tile groups released per chunk) and layer 1
-/// (GEMM2 in G chunks, each chunk's combine starting when it finishes), each
-/// layer one kernel launch; the weighted sum last.
+/// (GEMM2 in chunks of whole tile rows, fused_gemm2_chunks, each source's
+/// combine starting when the chunk holding its rows finishes), each layer one
+/// kernel launch; the weighted sum last.
 Schedule build_fused(const ModelConfig& m, const Routing& r, const ExpertPlacement& p, const ScheduleOptions& opt,
                      const FusedStyle& style);
 

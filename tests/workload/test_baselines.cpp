@@ -1,7 +1,8 @@
-// The overlapped software baselines (fastermoe, tutel, comet, ccfuser): what
-// waits for what in their op lists, and a run of each on the default system
-// that passes the self-checks and shows its overlap in the timeline (one
-// simulation per test case; CTest runs each case in its own process).
+// The software baselines: what waits for what in their op lists, and a run of
+// each on the default system that passes the self-checks and shows its
+// overlap in the timeline (fastermoe, tutel, comet, ccfuser), or shows that
+// nothing overlaps (megatron, megatron-train). One simulation per test case;
+// CTest runs each case in its own process.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "common/config_loader.hpp"
 #include "platform/simulate.hpp"
+#include "workload/baseline_common.hpp"
 #include "workload/schedule.hpp"
 
 namespace moehub {
@@ -37,6 +39,56 @@ int index_of(const std::vector<Op>& ops, const std::string& name) {
     if (ops[i].name == name) return static_cast<int>(i);
   }
   return -1;
+}
+
+// Megatron-Core overlaps nothing: one stream, no events between streams, no
+// flags; the host synchronises on the counts after their exchange and before
+// the dispatch, and (megatron-train) the backward follows the whole forward,
+// its combine gradient's all-to-all before the dispatch gradient's.
+void check_megatron_sequence(const Schedule& sch, bool backward) {
+  for (const auto& ops : sch.ops) {
+    for (const auto& op : ops) {
+      EXPECT_EQ(op.stream, 0) << op.name;
+      EXPECT_TRUE(op.after.empty()) << op.name;
+      EXPECT_EQ(op.sets_flag, -1) << op.name;
+      EXPECT_EQ(op.release, ReleaseKind::kLaunch) << op.name;
+    }
+    const int counts = index_of(ops, "count_exchange");
+    const int sync = index_of(ops, "count_sync");
+    const int dispatch = index_of(ops, "dispatch");
+    const int probs = index_of(ops, "dispatch_probs");
+    const int combine = index_of(ops, "combine");
+    const int fc1 = index_of(ops, "expert0_fc1");
+    ASSERT_TRUE(counts >= 0 && sync > counts && dispatch > sync && probs > dispatch && fc1 > probs && combine > fc1);
+    EXPECT_EQ(ops[static_cast<std::size_t>(sync)].kind, OpKind::kHostSync);
+    // the routed experts run one after another: fc1 of expert e+1 after fc2 of expert e
+    EXPECT_LT(index_of(ops, "expert0_fc2"), index_of(ops, "expert1_fc1"));
+    if (!backward) {
+      EXPECT_EQ(index_of(ops, "combine_bwd"), -1);
+      continue;
+    }
+    const int cbwd = index_of(ops, "combine_bwd");
+    const int dbwd = index_of(ops, "dispatch_bwd");
+    ASSERT_TRUE(cbwd > combine && dbwd > cbwd);
+    // every backward op follows every forward op
+    int last_forward = -1, first_backward = static_cast<int>(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].phase == "backward") {
+        first_backward = std::min(first_backward, static_cast<int>(i));
+      } else {
+        last_forward = static_cast<int>(i);
+      }
+    }
+    EXPECT_LT(last_forward, first_backward);
+    EXPECT_GT(index_of(ops, "expert0_fc2_dgrad"), cbwd);
+    EXPECT_LT(index_of(ops, "expert1_fc1_wgrad"), dbwd);
+  }
+}
+
+TEST(Baselines, MegatronRunsEveryPhaseInSequence) {
+  const Workload s = make("mixtral-8x7b", 4096, 4);  // 2 experts per GPU
+  check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, false), false);
+  check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, true), true);
 }
 
 TEST(Baselines, FasterMoePipelinesPairwiseSteps) {
@@ -131,15 +183,66 @@ void check_fused(const Schedule& sch, int comm_sms, ReleaseKind release) {
       EXPECT_EQ(disp.sets_flag, st);                                   // chunk st raises flag st
       EXPECT_EQ(gemm1.release_flags[static_cast<std::size_t>(st)], st); // and releases GEMM1's group st
       launched += disp.launch ? 1 : 0;
-      const int g2 = index_of(ops, "expert_gemm2_chunk" + std::to_string(st));
-      const int c = index_of(ops, "combine_chunk" + std::to_string(st));
-      ASSERT_TRUE(g2 > g1 && c > g2);
-      EXPECT_EQ(ops[static_cast<std::size_t>(c)].after, std::vector<int>{g2});
-      EXPECT_EQ(ops[static_cast<std::size_t>(g2)].first_sm, comm_sms);
     }
     EXPECT_EQ(launched, 1);  // one fused kernel, one launch
+    // layer 1: each source's combine waits for the GEMM2 chunk holding its
+    // rows; the chunks run in source order, on the GEMM SMs, as one kernel
+    int prev_g2 = g1, g2_launched = 0, chunks = 0;
+    for (const auto& op : ops) {
+      if (op.name.rfind("expert_gemm2_chunk", 0) == 0) {
+        ++chunks;
+        g2_launched += op.launch ? 1 : 0;
+        EXPECT_EQ(op.first_sm, comm_sms);
+      }
+    }
+    EXPECT_EQ(g2_launched, 1);
+    EXPECT_GE(chunks, 1);
+    EXPECT_LE(chunks, 8);
+    for (int st = 0; st < 8; ++st) {
+      const int c = index_of(ops, "combine_chunk" + std::to_string(st));
+      ASSERT_GT(c, g1);
+      const auto& after = ops[static_cast<std::size_t>(c)].after;
+      ASSERT_EQ(after.size(), 1u);
+      EXPECT_EQ(ops[static_cast<std::size_t>(after[0])].name.rfind("expert_gemm2_chunk", 0), 0u);
+      EXPECT_GE(after[0], prev_g2);  // sources in order
+      prev_g2 = after[0];
+    }
     EXPECT_GE(index_of(ops, "count_sync"), 0);
   }
+}
+
+// A fused GEMM2 kernel's chunks are whole tile rows: consecutive sources until
+// they hold kFusedMinRowsPerChunk rows per expert that receives rows, the
+// remainder joining the chunk before it.
+TEST(Baselines, FusedGemm2ChunksAreWholeTileRows) {
+  using baseline_detail::fused_gemm2_chunks;
+  using V = std::vector<std::vector<std::int64_t>>;
+  using C = std::vector<std::vector<int>>;
+  ASSERT_EQ(baseline_detail::kFusedMinRowsPerChunk, 256);
+  // large sources: one chunk each
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {512})), (C{{0}, {1}, {2}, {3}}));
+  // 64 rows per source: four sources a chunk
+  EXPECT_EQ(fused_gemm2_chunks(V(8, {64})), (C{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  // fewer rows than one chunk in all: one chunk
+  EXPECT_EQ(fused_gemm2_chunks(V(8, {4})), (C{{0, 1, 2, 3, 4, 5, 6, 7}}));
+  // a remainder under the target joins the chunk before it
+  EXPECT_EQ(fused_gemm2_chunks(V(3, {200})), (C{{0, 1, 2}}));
+  // two local experts, one of them idle: the target counts the busy one only
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {300, 0})), (C{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(fused_gemm2_chunks(V(4, {150, 150})), (C{{0, 1}, {2, 3}}));
+}
+
+// At a size where every source's rows fill chunks of their own, comet runs one
+// GEMM2 chunk per source, and at a small size a single chunk.
+TEST(Baselines, CometGemm2ChunksFollowTheRows) {
+  const auto count_chunks = [](const Schedule& sch) {
+    return std::count_if(sch.ops[0].begin(), sch.ops[0].end(),
+                         [](const Op& o) { return o.name.rfind("expert_gemm2_chunk", 0) == 0; });
+  };
+  const Workload large = make("mixtral-8x7b", 32768, 8);  // about 1,024 rows per source
+  const Workload small = make("mixtral-8x7b", 512, 8);    // about 16 rows per source
+  EXPECT_EQ(count_chunks(build_comet(large.model, large.routing, large.placement, {})), 8);
+  EXPECT_EQ(count_chunks(build_comet(small.model, small.routing, small.placement, {})), 1);
 }
 
 TEST(Baselines, CometPollsFlagsWithDedicatedSms) {
@@ -185,6 +288,47 @@ TEST_P(BaselineRun, PassesSelfChecksAndOverlaps) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, BaselineRun, testing::Values("fastermoe", "tutel", "comet", "ccfuser"),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// A run of megatron and megatron-train passes the self-checks, and on every GPU
+// no two ops overlap in time: each starts when the previous one has finished.
+class MegatronRun : public testing::TestWithParam<std::string> {};
+
+TEST_P(MegatronRun, PassesSelfChecksAndOverlapsNothing) {
+  RunRequest req;
+  req.system = load_system_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/systems/dgx-h800.yaml");
+  req.system.sim.granularity = "row";
+  req.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
+  req.workload.tokens = 4096;
+  req.schedule = GetParam();
+  req.timeline = false;
+  const RunOutput out = simulate(req);
+  ASSERT_FALSE(out.time_limit_exceeded);
+  EXPECT_TRUE(out.check_errors.empty()) << (out.check_errors.empty() ? "" : out.check_errors[0]);
+  EXPECT_TRUE(out.results["checks"]["passed"].get<bool>());
+  for (const auto& gpu : out.results["gpus"]) {
+    double prev_end = 0;
+    double dispatch_end = -1, first_gemm = -1;
+    int ops = 0;
+    for (const auto& p : gpu["phases"]) {
+      if (p["kind"] == "launch_gap") continue;  // host time between launches
+      EXPECT_EQ(p["stream"].get<int>(), 0);
+      const double start = p["start_us"].get<double>();
+      EXPECT_GE(start, prev_end - 1e-6) << p["name"].get<std::string>();
+      prev_end = std::max(prev_end, p["end_us"].get<double>());
+      if (p["phase"] == "dispatch") dispatch_end = p["end_us"].get<double>();
+      if (p["phase"] == "expert_compute" && first_gemm < 0) first_gemm = start;
+      ++ops;
+    }
+    EXPECT_GT(ops, 10);
+    ASSERT_GE(dispatch_end, 0);
+    EXPECT_GE(first_gemm, dispatch_end);  // no expert starts before the dispatch has delivered everything
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, MegatronRun, testing::Values("megatron", "megatron-train"),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                           return i.param == "megatron" ? std::string("megatron") : std::string("megatron_train");
+                         });
 
 }  // namespace
 }  // namespace moehub

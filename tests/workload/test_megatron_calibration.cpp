@@ -8,9 +8,13 @@
 // was measured), widened by the tolerance.
 //
 // Four of the 16 cases miss the tolerance and are listed in known_deviation():
-// host-bound sizes whose measured time lies off its neighbours' in both runs,
-// which a constant cost per launch cannot represent. They are reported as
-// skipped with their figures (docs/results/megatron-h200.md).
+// host-bound sizes whose measured time lies above that of the next larger fit
+// size in both runs although they launch about as many operations (within 1 %)
+// and do less GPU work, which no cost of the layer's own work can produce (a constant cost per
+// launch cannot represent it). They are reported as skipped with their
+// figures; MegatronMeasurement.KnownDeviationsDifferOnlyInHostTime holds the
+// raw CSVs to that description, so that the list cannot hide a size where the
+// GPU work or the operations differ (docs/results/megatron-h200.md).
 //
 // The measurement ran Megatron-Core at one expert-parallel rank; the simulator
 // needs two GPUs or more, so each simulated GPU holds the measured GPU's tokens
@@ -89,6 +93,23 @@ std::vector<double> measured_layer(const Case& c) {
   return v;
 }
 
+/// Per run, the profiler's row of a case: operations launched (kernels, copies,
+/// memsets) and GPU busy time (us).
+std::vector<std::pair<int, double>> measured_work(const std::string& model, const std::string& mode,
+                                                  std::int64_t tokens) {
+  std::vector<std::pair<int, double>> v;
+  for (const auto& run : kRuns) {
+    for (const auto& r : read_csv(kData + run + "_kernels.csv")) {
+      if (r.at("model") == model && r.at("impl") == "megatron" && r.at("mode") == mode &&
+          std::stoll(r.at("tokens")) == tokens) {
+        v.emplace_back(std::stoi(r.at("kernels")) + std::stoi(r.at("memcpy")) + std::stoi(r.at("memset")),
+                       std::stod(r.at("gpu_busy_us")));
+      }
+    }
+  }
+  return v;
+}
+
 /// Held-out cases where the model misses the tolerance, with what the runs showed:
 /// all host-bound, at sizes whose measured time lies off its neighbours' in both
 /// runs (a constant cost per launch predicts one host-bound plateau). They run,
@@ -152,6 +173,41 @@ std::map<std::string, double> simulated_phases(const nlohmann::ordered_json& res
     pending_gap = 0;
   }
   return ph;
+}
+
+// The known deviations are host time at unchanged work: in every run the layer
+// is host-bound (GPU busy under half of it), launches at most 1 % more
+// operations than at the next larger fit size (Qwen forward+backward at 4,096
+// tokens: 1,284 against 1,277, 0.2 ms at the fitted launch cost), keeps the
+// GPU busy no longer than there, and yet takes longer (reference: the smaller
+// of the runs' medians, as the fit takes it). A layer whose operations and GPU
+// work do not grow cannot cost more by itself; the excess is the measured
+// host's, which the model prices at one cost per launch.
+TEST(MegatronMeasurement, KnownDeviationsDifferOnlyInHostTime) {
+  const std::vector<std::pair<Case, std::int64_t>> cases = {  // case, next larger fit size
+      {{"mixtral-8x7b", "fwd", 256}, 512},
+      {{"mixtral-8x7b", "fwdbwd", 256}, 512},
+      {{"qwen1.5-moe-a2.7b", "fwd", 4096}, 8192},
+      {{"qwen1.5-moe-a2.7b", "fwdbwd", 4096}, 8192}};
+  for (const auto& [c, next] : cases) {
+    ASSERT_TRUE(known_deviation(c));
+    const Case n{c.model, c.mode, next};
+    const auto lay = measured_layer(c);
+    const auto lay_next = measured_layer(n);
+    const auto work = measured_work(c.model, c.mode, c.tokens);
+    const auto work_next = measured_work(c.model, c.mode, next);
+    ASSERT_EQ(lay.size(), kRuns.size());
+    ASSERT_EQ(work.size(), kRuns.size());
+    ASSERT_EQ(work_next.size(), kRuns.size());
+    for (std::size_t i = 0; i < kRuns.size(); ++i) {
+      SCOPED_TRACE(c.model + " " + c.mode + " " + std::to_string(c.tokens) + " " + kRuns[i]);
+      EXPECT_LT(work[i].second, 0.5 * lay[i]);         // host-bound
+      EXPECT_LE(work[i].first, 1.01 * work_next[i].first);  // at most 1 % more operations than the larger size
+      EXPECT_LE(work[i].second, work_next[i].second);   // no more GPU work
+    }
+    EXPECT_GT(*std::min_element(lay.begin(), lay.end()), *std::min_element(lay_next.begin(), lay_next.end()))
+        << c.model << " " << c.mode << " " << c.tokens;  // and still slower
+  }
 }
 
 class MegatronCalibration : public testing::TestWithParam<Case> {};
