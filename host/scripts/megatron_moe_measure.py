@@ -37,7 +37,8 @@ Usage (one rank):
   python3 host/scripts/megatron_moe_measure.py --megatron PATH/TO/Megatron-LM \
       --models mixtral-8x7b,qwen1.5-moe-a2.7b --out OUTDIR
 Writes OUTDIR/megatron_layer.csv, megatron_phases.csv, megatron_kernels.csv,
-megatron_nccl.csv and megatron_meta.json.
+megatron_nccl.csv and megatron_meta.json (rank 0); with several ranks (torchrun), each
+other rank r writes its own megatron_<name>_rank<r>.csv beside them.
 """
 import argparse
 import csv
@@ -437,7 +438,10 @@ def main():
     tokens = [int(t) for t in args.tokens.split(",")]
     modes = args.modes.split(",")
     W = dist.get_world_size()
-    files = {n: open(os.path.join(args.out, f"megatron_{n}.csv"), "w", newline="")
+    # Rank 0 writes the plain names the fit reads; every other rank its own files
+    # (megatron_<name>_rank<r>.csv), so two ranks never write into one file.
+    suffix = "" if rank0 else f"_rank{dist.get_rank()}"
+    files = {n: open(os.path.join(args.out, f"megatron_{n}{suffix}.csv"), "w", newline="")
              for n in ("layer", "phases", "kernels", "nccl")}
     wr = {n: csv.writer(f) for n, f in files.items()}
     wr["layer"].writerow(["model", "impl", "mode", "tokens", "layer_us_median", "layer_us_min",
@@ -519,9 +523,9 @@ def main():
         torch.cuda.empty_cache()
     for f in files.values():
         f.close()
-    with open(os.path.join(args.out, "megatron_meta.json"), "w") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
     if rank0:
+        with open(os.path.join(args.out, "megatron_meta.json"), "w") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
         print(json.dumps(meta, sort_keys=True))
     dist.destroy_process_group()
 
