@@ -47,26 +47,18 @@ nlohmann::ordered_json routing_to_gemm1(const Node& node) {
   J per = J::array(), per_end = J::array();
   double sum = 0, mx = 0, sum_end = 0;
   int n = 0;
-  for (const auto& rec : node.records()) {
-    Tick routed = kTickMax, first = kTickMax, end = 0;
-    for (const auto& r : rec.stream) {
-      if (is_topk(r.name)) routed = std::min(routed, r.start);
-      if (is_gemm1(r.name)) {
-        first = std::min(first, r.first_block);
-        end = std::max(end, r.end);
-      }
-    }
-    if (routed == kTickMax || first == kTickMax || first < routed) {
+  for (const RoutingWindow& w : routing_windows(node)) {
+    if (!w.valid) {
       per.push_back(nullptr);
       per_end.push_back(nullptr);
       continue;
     }
-    const double w = us(first - routed);
-    per.push_back(w);
-    per_end.push_back(us(end - routed));
-    sum += w;
-    sum_end += us(end - routed);
-    mx = std::max(mx, w);
+    const double first = us(w.first_tile - w.routed), end = us(w.gemm1_end - w.routed);
+    per.push_back(first);
+    per_end.push_back(end);
+    sum += first;
+    sum_end += end;
+    mx = std::max(mx, first);
     ++n;
   }
   J j;
@@ -158,6 +150,29 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
 }
 
 }  // namespace
+
+std::vector<RoutingWindow> routing_windows(const Node& node) {
+  std::vector<RoutingWindow> v;
+  for (const auto& rec : node.records()) {
+    Tick routed = kTickMax, first = kTickMax, end = 0;
+    for (const auto& r : rec.stream) {
+      if (is_topk(r.name)) routed = std::min(routed, r.start);
+      if (is_gemm1(r.name)) {
+        first = std::min(first, r.first_block);
+        end = std::max(end, r.end);
+      }
+    }
+    RoutingWindow w;
+    w.valid = routed != kTickMax && first != kTickMax && first >= routed;
+    if (w.valid) {
+      w.routed = routed;
+      w.first_tile = first;
+      w.gemm1_end = end;
+    }
+    v.push_back(w);
+  }
+  return v;
+}
 
 std::vector<LinkView> links_of(const Node& node) {
   std::vector<LinkView> v;
