@@ -37,6 +37,8 @@ SCHEDULES = ["megatron", "moehub-base", "moehub-pkt", "moehub-dep", "moehub", "i
 VARIANTS = ["moehub-pkt", "moehub-dep", "moehub"]
 # MoE-Hub (ISCA 2026): published figures this page compares with
 PAPER_IDEAL_FRACTION = 0.968  # full MoE-Hub at about 96.8 % of the ideal layer
+RAT_SLOW_NOP = "moehub_rat_sweep_rpm_timer8192.csv"  # optional second RAT sweep
+STORE32 = "moehub_store32.csv"  # optional: the MoE-Hub variants with 32-byte stores
 PAPER_WINDOW = {"moehub-pkt": 1.13, "moehub-dep": 1.14}  # routing-to-GEMM1 window speedups over base
 
 
@@ -256,24 +258,29 @@ def plot(a):
     fig.savefig(os.path.join(a.img, "moehub_imbalance.png"), dpi=110)
     plt.close(fig)
 
-    # RAT size
-    xs = [int(r["rat_entries"]) for r in rat]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(xs, [f(r, "rat_evictions") for r in rat], marker="o", label="evictions")
-    ax.plot(xs, [f(r, "rat_restores") for r in rat], marker="s", label="restores")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("RAT entries")
-    ax.set_ylabel("count (all hubs)")
-    ax2 = ax.twinx()
-    ax2.plot(xs, [f(r, "layer_time_us") for r in rat], color="k", ls="--", marker="^", label="layer time")
-    ax2.set_ylabel("layer time (us)")
-    lo, hi = min(f(r, "layer_time_us") for r in rat), max(f(r, "layer_time_us") for r in rat)
-    ax2.set_ylim(lo * 0.98, hi * 1.02)
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8)
-    ax.set_title(f"{rat[0]['model']}, {rat[0]['tokens']} tokens, moehub")
-    ax.grid(True, alpha=0.3)
+    # RAT size: the default hub, and (when present) the RPM's timer at 8192 cycles
+    series = [("default hub", rat)]
+    slow = os.path.join(a.data, RAT_SLOW_NOP)
+    if os.path.exists(slow):
+        series.append(("rpm_timer_cycles = 8192", read_csv(slow)))
+    fig, axes = plt.subplots(1, len(series), figsize=(6 * len(series), 4), squeeze=False)
+    for ax, (what, rows) in zip(axes[0], series):
+        xs = [int(r["rat_entries"]) for r in rows]
+        ax.plot(xs, [f(r, "rat_evictions") for r in rows], marker="o", label="evictions")
+        ax.plot(xs, [f(r, "rat_restores") for r in rows], marker="s", label="restores")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("RAT entries")
+        ax.set_ylabel("count (all hubs)")
+        ax2 = ax.twinx()
+        lt = [f(r, "layer_time_us") for r in rows]
+        ax2.plot(xs, lt, color="k", ls="--", marker="^", label="layer time")
+        ax2.set_ylabel("layer time (us)")
+        ax2.set_ylim(min(lt) * 0.98, max(lt) * 1.02)
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=8)
+        ax.set_title(f"{rows[0]['model']}, {rows[0]['tokens']} tokens, moehub, {what}", fontsize=10)
+        ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(os.path.join(a.img, "moehub_rat_sweep.png"), dpi=110)
     plt.close(fig)
@@ -366,10 +373,29 @@ def tables(a):
     row(["rat_entries", "evictions", "spills", "restores", "misses", "bank conflicts", "layer time (us)",
          "window to GEMM1's end (us)"])
     row(["---:"] * 8)
-    for r in rat:
-        row([f"{int(r['rat_entries']):,}", f"{int(r['rat_evictions']):,}", f"{int(r.get('rat_spills') or 0):,}"
+    slow = os.path.join(a.data, RAT_SLOW_NOP)
+    for r in rat + ([dict(x, rat_entries=x["rat_entries"] + " (timer 8192)") for x in read_csv(slow)]
+                    if os.path.exists(slow) else []):
+        row([r["rat_entries"], f"{int(r['rat_evictions']):,}", f"{int(r.get('rat_spills') or 0):,}"
              if r.get("rat_spills") else "-", f"{int(r['rat_restores']):,}", f"{int(r['rat_misses']):,}",
              f"{int(r['rat_bank_conflicts']):,}", r["layer_time_us"], r["routing_to_gemm1_end_us"]])
+    # 32-byte stores (optional)
+    s32 = os.path.join(a.data, STORE32)
+    if os.path.exists(s32):
+        t = {(r["schedule"], int(r["tokens"])): r for r in read_csv(s32)}
+        out.append("")
+        row(["tokens", "base", "pkt", "dep", "moehub", "base / pkt window", "base / pkt window (end)",
+             "base / dep window (end)", "base / moehub window (end)", "RPM merge ratio (pkt)"])
+        row(["---:"] * 10)
+        for n in sorted({k[1] for k in t}):
+            g = {s: t.get((s, n)) for s in ["moehub-base"] + VARIANTS}
+            if not all(g.values()):
+                continue
+            w = {s: f(r, "routing_to_gemm1_us") for s, r in g.items()}
+            we = {s: f(r, "routing_to_gemm1_end_us") for s, r in g.items()}
+            row([n] + [f"{f(g[s], 'layer_time_us'):.1f}" for s in g] +
+                [f"{w['moehub-base'] / w['moehub-pkt']:.2f}x"] +
+                [f"{we['moehub-base'] / we[s]:.3f}x" for s in VARIANTS] + [g["moehub-pkt"].get("rpm_merge_ratio", "")])
     print("\n".join(out))
 
 
