@@ -311,13 +311,15 @@ def tables(a):
                 [f"{100 * fr:.1f} %", f"{lt['megatron'] / lt['moehub']:.2f}x" if "megatron" in lt else "-",
                  f"{f(d['moehub'], 'sim_wall_s'):.1f}"])
     out.append("")
-    ok = [x[2] for x in fracs if x[2] == x[2]]
+    common = [n for n in tokens if all((m, "moehub", n, 0.0) in sweep for m in models)]
+    out.append(f"Means over the token counts every model ran ({', '.join(str(n) for n in common)}; "
+               f"{len(common) * len(models)} points):")
+    ok = [x[2] for x in fracs if x[1] in common and x[2] == x[2]]
     if ok:
-        out.append(f"ideal / moehub: mean {100 * mean(ok):.1f} % over {len(ok)} points, "
-                   f"min {100 * min(ok):.1f} %, max {100 * max(ok):.1f} %")
+        out.append(f"ideal / moehub: mean {100 * mean(ok):.1f} %, min {100 * min(ok):.1f} %, max {100 * max(ok):.1f} %")
     for m in models:
         v = [x[2] for x in fracs if x[0] == m]
-        out.append(f"  {m}: mean {100 * mean(v):.1f} %, " +
+        out.append(f"  {m}: mean {100 * mean(v):.1f} % over its {len(v)} points; " +
                    ", ".join(f"{x[1]}: {100 * x[2]:.1f} %" for x in fracs if x[0] == m))
     out.append("")
 
@@ -345,8 +347,12 @@ def tables(a):
                  g["moehub-pkt"].get("rpm_merge_ratio", "")])
     out.append("")
     for s in sp:
-        out.append(f"base / {s} window to GEMM1's end: mean {mean(x[2] for x in sp[s]):.3f}x over {len(sp[s])} points"
-                   f" (paper {PAPER_WINDOW[s]}x); to the first tile: mean {mean(x[2] for x in spf[s]):.2f}x")
+        c = [x[2] for x in sp[s] if x[1] in common]
+        cf = [x[2] for x in spf[s] if x[1] in common]
+        out.append(f"base / {s} window to GEMM1's end: mean {mean(c):.3f}x over {len(c)} points "
+                   f"(paper {PAPER_WINDOW[s]}x); to the first tile: mean {mean(cf):.2f}x")
+        out.append("  per token count, mean over the models (end): " +
+                   ", ".join(f"{n}: {mean(x[2] for x in sp[s] if x[1] == n):.3f}x" for n in common))
         for m in models:
             out.append(f"  {m}: " + ", ".join(f"{x[1]}: {x[2]:.3f}x" for x in sp[s] if x[0] == m))
     out.append("")
