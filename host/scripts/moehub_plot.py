@@ -9,8 +9,10 @@ Subcommands:
       (RAT, RPM, DAM, region occupancy) and the simulator's wall time of the run.
   runs-csv --runs DIR --out CSV
       One row per moehub-sim results JSON in DIR (named by the file's stem; a stem
-      r_<entries> is taken as a run with hub.rat_entries = <entries>): layer time,
-      windows and the MoE-Hub units' counters.
+      r_<entries> is taken as a run with hub.rat_entries = <entries>, whose system
+      config DIR/rat_<entries>.yaml gives rat_banks): layer time, windows and the
+      MoE-Hub units' counters. RAT runs lead with the columns synth/design_space.py
+      reads (rat_entries, rat_banks, evictions, restores, layer_time_us).
   plot     --data DIR --img DIR
       From DIR/moehub_sweep.csv, moehub_imbalance.csv and rat_sweep.csv writes
       moehub_layer_time.png, moehub_window_speedup.png, moehub_imbalance.png and
@@ -121,17 +123,29 @@ def runs_csv(a):
                "layer_time_us": round(res["layer_time_us"], 3),
                "routing_to_gemm1_us": round(res["routing_to_gemm1"]["mean_us"], 3),
                "routing_to_gemm1_end_us": round(res["routing_to_gemm1"]["end_mean_us"], 3)}
+        row.update(unit_fields(res))
         m = re.fullmatch(r"r_(\d+)", stem)
         if m:
+            # the columns synth/design_space.py joins on (rat_entries, rat_banks) and reads
             row["rat_entries"] = int(m.group(1))
-        row.update(unit_fields(res))
+            yaml = os.path.join(a.runs, f"rat_{m.group(1)}.yaml")
+            banks = None
+            if os.path.exists(yaml):
+                with open(yaml) as f:
+                    b = re.search(r"^\s*rat_banks:\s*(\d+)", f.read(), re.M)
+                banks = int(b.group(1)) if b else None
+            if banks is None:
+                die(f"{yaml}: no rat_banks (the system config of run {stem} is needed next to it)")
+            row["rat_banks"] = banks
+            row["evictions"] = row.get("rat_evictions", 0)
+            row["restores"] = row.get("rat_restores", 0)
         rows.append(row)
     if not rows:
         die(f"no results JSON in {a.runs}")
     rows.sort(key=lambda r: (r.get("rat_entries", 0), r["model"], int(r["tokens"]),
                              SCHEDULES.index(r["schedule"]) if r["schedule"] in SCHEDULES else 99, r["run"]))
-    write_csv(a.out, rows, (["rat_entries"] if "rat_entries" in rows[0] else []) +
-              ["run", "model", "tokens", "schedule", "layer_time_us"])
+    rat = ["rat_entries", "rat_banks", "evictions", "restores"] if "rat_entries" in rows[0] else []
+    write_csv(a.out, rows, rat + ["layer_time_us", "run", "model", "tokens", "schedule"])
     print(f"{a.out}: {len(rows)} runs")
 
 
