@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "common/sc_time_util.hpp"
 #include "golden/aau.hpp"
@@ -16,34 +17,48 @@ namespace {
 
 double us(Tick t) { return ticks_to_us(t); }
 
+/// The routing kernel after which the first token's expert is known: the
+/// top-k kernel of the MoE-Hub and baseline schedules, or the first kernel of
+/// megatron's router phase after its gate GEMM.
+bool is_topk(const std::string& name) { return name == "router_softmax_topk" || name == "router_k0"; }
+
+/// The first expert GEMM: `expert_gemm1`, or one of megatron's sequential
+/// experts' `expert{e}_fc1`.
+bool is_gemm1(const std::string& name) {
+  if (name == "expert_gemm1") return true;
+  const std::string pre = "expert", post = "_fc1";
+  if (name.size() <= pre.size() + post.size() || name.compare(0, pre.size(), pre) != 0 ||
+      name.compare(name.size() - post.size(), post.size(), post) != 0) {
+    return false;
+  }
+  for (std::size_t i = pre.size(); i < name.size() - post.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  return true;
+}
+
 /// Per GPU, from the start of the routing's top-k kernel (when the first
 /// token's expert is known) to the first thread block of the first expert
-/// GEMM; null where a GPU has no such ops.
+/// GEMM; null where a GPU has no such ops. The end variant runs to the end of
+/// the last GEMM1 (for megatron's sequential experts that includes the other
+/// experts' fc2).
 nlohmann::ordered_json routing_to_gemm1(const Node& node) {
   using J = nlohmann::ordered_json;
   J per = J::array(), per_end = J::array();
   double sum = 0, mx = 0, sum_end = 0;
   int n = 0;
-  for (const auto& rec : node.records()) {
-    Tick routed = kTickMax, first = kTickMax, end = 0;
-    for (const auto& r : rec.stream) {
-      if (r.name == "router_softmax_topk") routed = std::min(routed, r.start);
-      if (r.name == "expert_gemm1") {
-        first = std::min(first, r.first_block);
-        end = std::max(end, r.end);
-      }
-    }
-    if (routed == kTickMax || first == kTickMax || first < routed) {
+  for (const RoutingWindow& w : routing_windows(node)) {
+    if (!w.valid) {
       per.push_back(nullptr);
       per_end.push_back(nullptr);
       continue;
     }
-    const double w = us(first - routed);
-    per.push_back(w);
-    per_end.push_back(us(end - routed));
-    sum += w;
-    sum_end += us(end - routed);
-    mx = std::max(mx, w);
+    const double first = us(w.first_tile - w.routed), end = us(w.gemm1_end - w.routed);
+    per.push_back(first);
+    per_end.push_back(end);
+    sum += first;
+    sum_end += end;
+    mx = std::max(mx, first);
     ++n;
   }
   J j;
@@ -135,6 +150,29 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
 }
 
 }  // namespace
+
+std::vector<RoutingWindow> routing_windows(const Node& node) {
+  std::vector<RoutingWindow> v;
+  for (const auto& rec : node.records()) {
+    Tick routed = kTickMax, first = kTickMax, end = 0;
+    for (const auto& r : rec.stream) {
+      if (is_topk(r.name)) routed = std::min(routed, r.start);
+      if (is_gemm1(r.name)) {
+        first = std::min(first, r.first_block);
+        end = std::max(end, r.end);
+      }
+    }
+    RoutingWindow w;
+    w.valid = routed != kTickMax && first != kTickMax && first >= routed;
+    if (w.valid) {
+      w.routed = routed;
+      w.first_tile = first;
+      w.gemm1_end = end;
+    }
+    v.push_back(w);
+  }
+  return v;
+}
 
 std::vector<LinkView> links_of(const Node& node) {
   std::vector<LinkView> v;

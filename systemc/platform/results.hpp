@@ -26,6 +26,16 @@ struct LinkView {
 /// Every GPU's up- and downlink on every plane, GPU by GPU, plane by plane.
 std::vector<LinkView> links_of(const Node& node);
 
+/// One GPU's routing-to-GEMM1 window: the start of the routing's top-k kernel
+/// (megatron: its first router kernel after the gate GEMM), the first thread
+/// block of the first expert GEMM (megatron: expert{e}_fc1) and the end of the
+/// last one. `valid` is false where a GPU has no such ops or GEMM1 starts first.
+struct RoutingWindow {
+  bool valid = false;
+  Tick routed = 0, first_tile = 0, gemm1_end = 0;
+};
+std::vector<RoutingWindow> routing_windows(const Node& node);
+
 /// Reports the blocks' counters of a finished run into node.stats(): per NVLink
 /// port (block "gpu{g}_to_sw{p}" / "sw{p}_to_gpu{g}") its transactions, packets,
 /// flits, payload, busy and credit-stall time and a histogram of its timeline

@@ -7,6 +7,7 @@
 #include "common/sc_time_util.hpp"
 #include "golden/aau.hpp"
 #include "golden/dam.hpp"
+#include "golden/rpm.hpp"
 
 namespace moehub {
 
@@ -29,8 +30,11 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
       // crossbar and hub on both sides, the two link hops and the switch
       flag_latency_(ns_to_ticks(2 * (sys.gpu.xbar_latency_ns + sys.gpu.hub_latency_ns) +
                                 2 * sys.nvlink.gpu_switch_latency_ns + sys.nvswitch.crossing_latency_ns)),
-      tile_m_(sys.gpu.gemm_tile_m) {
+      tile_m_(sys.gpu.gemm_tile_m),
+      trace_bin_(std::max<Tick>(1, us_to_ticks(sys.sim.timeline_bin_us))) {
   const auto G = static_cast<std::size_t>(sys.num_gpus);
+  rat_bin_.assign(G, -1);
+  rpm_bin_.assign(G, -1);
   for (const RowRegion& rg : schedule.regions) {
     if (rg.gpu < 0 || static_cast<std::size_t>(rg.gpu) >= G || rg.row_bytes == 0 || rg.capacity_rows < 1) {
       throw std::invalid_argument("rowsp region of expert " + std::to_string(rg.expert) + ": bad GPU, row size or capacity");
@@ -233,7 +237,10 @@ void RowTransfers::check_done(int c, int g) {
   if (++t.gpus_done == static_cast<int>(t.gpus.size()) && t.row_store && !schedule_.hub.dam) {
     // software orchestration: every producer fences and writes a flag to
     // every consumer; the last of them lands one flag store later
-    for (SmArray* sm : sms_) sm->raise_flag(software_flag(c), t.all_done + flag_latency_);
+    for (std::size_t s = 0; s < sms_.size(); ++s) {
+      sms_[s]->raise_flag(software_flag(c), t.all_done + flag_latency_);
+      trace_.releases.push_back({Release::Kind::kSoftwareFlag, static_cast<int>(s), -1, c, t.all_done + flag_latency_});
+    }
   }
 }
 
@@ -245,6 +252,7 @@ void RowTransfers::on_ready(int g, const golden::ReadySignal& rs, Tick t) {
   Region& r = regions_[static_cast<std::size_t>(rs.kernel)];
   if (rs.group == golden::kAllReadyGroup) {
     ++r.all_ready;
+    trace_.releases.push_back({Release::Kind::kAllReady, g, rs.kernel, rs.group, std::max(t, now_ticks())});
     return;
   }
   if (rs.group < 0 || static_cast<std::size_t>(rs.group) >= r.released.size()) {
@@ -252,7 +260,9 @@ void RowTransfers::on_ready(int g, const golden::ReadySignal& rs, Tick t) {
     return;
   }
   if (r.released[static_cast<std::size_t>(rs.group)] < 255) ++r.released[static_cast<std::size_t>(rs.group)];
-  sms_[static_cast<std::size_t>(g)]->raise_flag(dam_flag(rs.kernel, rs.group), std::max(t, now_ticks()) + dam_latency_);
+  const Tick at = std::max(t, now_ticks()) + dam_latency_;
+  sms_[static_cast<std::size_t>(g)]->raise_flag(dam_flag(rs.kernel, rs.group), at);
+  trace_.releases.push_back({Release::Kind::kDamGroup, g, rs.kernel, rs.group, at});
 }
 
 void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
@@ -285,8 +295,16 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
       std::int64_t& owner = rg.row_of_lrid[static_cast<std::size_t>(st.local_row_id)];
       if (owner < 0) {
         owner = st.row_id;
+        trace_.rows.push_back({ri, t, ++rg.rows_used});
       } else if (owner != st.row_id) {
         ++rg.lrid_conflicts;
+      }
+    }
+    const auto bin = static_cast<std::int64_t>(t / trace_bin_);
+    if (bin > rat_bin_[dst]) {
+      rat_bin_[dst] = bin;
+      if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&hubs_[dst]->ingress_function())) {
+        trace_.rat.push_back({w.dst_gpu, t, a->rat().stats()});
       }
     }
     if (w.src_gpu == w.dst_gpu) {
@@ -314,8 +332,16 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
 
 void RowTransfers::on_acknowledged(const MoePacketExt& r, Tick t) {
   Transfer& tr = transfer_of(r.transfer);
-  PerGpu& p = tr.gpus[static_cast<std::size_t>(r.dst_gpu)];
+  const auto g = static_cast<std::size_t>(r.dst_gpu);
+  PerGpu& p = tr.gpus[g];
   p.acked_bytes += r.store.mask.count();
+  const auto bin = static_cast<std::int64_t>(t / trace_bin_);
+  if (bin > rpm_bin_[g]) {
+    rpm_bin_[g] = bin;
+    if (const auto* m = dynamic_cast<const golden::RuntimePacketManager*>(&hubs_[g]->egress_function())) {
+      trace_.rpm.push_back({r.dst_gpu, t, m->stats()});
+    }
+  }
   p.last = std::max(p.last, t);
   check_done(r.transfer - kTagBase, r.dst_gpu);
 }

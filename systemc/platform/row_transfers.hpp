@@ -25,6 +25,11 @@
 //   unique; plain rows at their slot; DAM: every group with rows released
 //   exactly once, none of the others, AllReady once per region, and the
 //   bytes it counted equal to the bytes delivered into its regions.
+// - Trace (timeline.cpp): every release of a consumer group (DAM Ready,
+//   AllReady, or the software flag) with its time, every region's rows over
+//   time, and the hubs' RAT and RPM counters sampled when a row store is
+//   delivered (RAT, consumer) or acknowledged (RPM, producer), at most once
+//   per timeline bin. Recording does not change the simulation.
 #pragma once
 
 #include <systemc>
@@ -38,6 +43,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.hpp"
+#include "golden/rat.hpp"
+#include "golden/rpm.hpp"
 #include "gpu/hub.hpp"
 #include "gpu/memory_flows.hpp"
 #include "gpu/sm_array.hpp"
@@ -72,6 +79,38 @@ class RowTransfers : public TrafficSink {
 
   void on_delivered(const MoePacketExt& write, Tick t) override;
   void on_acknowledged(const MoePacketExt& response, Tick t) override;
+
+  /// What the timeline shows of the row transfers (see the header comment).
+  struct Release {
+    enum class Kind { kDamGroup, kAllReady, kSoftwareFlag };
+    Kind kind = Kind::kDamGroup;
+    int gpu = 0;
+    int region = -1;    ///< -1 for the software flag
+    int group = -1;     ///< thread-block group (kDamGroup), the transfer (kSoftwareFlag)
+    Tick at = 0;        ///< when the consumer's SMs see it (AllReady: when the DAM raised it)
+  };
+  struct RowsAt {
+    int region = 0;
+    Tick at = 0;
+    std::int64_t rows = 0;  ///< LocalRowIDs in use after this delivery
+  };
+  struct RatAt {
+    int gpu = 0;
+    Tick at = 0;
+    golden::RatStats rat;
+  };
+  struct RpmAt {
+    int gpu = 0;
+    Tick at = 0;
+    golden::RpmStats rpm;
+  };
+  struct Trace {
+    std::vector<Release> releases;
+    std::vector<RowsAt> rows;
+    std::vector<RatAt> rat;
+    std::vector<RpmAt> rpm;
+  };
+  const Trace& trace() const { return trace_; }
 
   std::vector<std::string> verify() const;
   /// Statistics of the regions and the DAM's releases (results JSON).
@@ -122,6 +161,7 @@ class RowTransfers : public TrafficSink {
     std::vector<std::uint8_t> released;      ///< DAM Ready signals per group
     int all_ready = 0;
     std::int64_t groups_with_rows = 0;
+    std::int64_t rows_used = 0;              ///< LocalRowIDs given to a row so far
   };
   void check_done(int transfer, int g);
   Transfer& transfer_of(std::int32_t tag);
@@ -141,6 +181,9 @@ class RowTransfers : public TrafficSink {
   std::unordered_map<std::uint32_t, int> region_of_malloc_;  ///< MallocID (names the GPU) -> region  ///< (region, RowID) -> where it landed
   std::vector<std::string> errors_;
   std::uint64_t packets_ = 0;
+  Tick trace_bin_;
+  std::vector<std::int64_t> rat_bin_, rpm_bin_;  ///< per GPU: last bin sampled (-1: none)
+  Trace trace_;
 };
 
 }  // namespace moehub

@@ -3,11 +3,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <sstream>
+#include <vector>
 
 #include "common/sc_time_util.hpp"
+#include "golden/aau.hpp"
+#include "golden/rpm.hpp"
 #include "platform/node.hpp"
 #include "platform/results.hpp"
+#include "platform/row_transfers.hpp"
 
 namespace moehub {
 
@@ -15,7 +20,9 @@ namespace {
 
 double us(Tick t) { return ticks_to_us(t); }
 
-constexpr int kHostTid = 99;  ///< timeline thread of a GPU's host
+constexpr int kHostTid = 99;      ///< timeline thread of a GPU's host
+constexpr int kWindowTid = 98;    ///< the routing-to-GEMM1 window
+constexpr int kReleaseTid = 97;   ///< releases of the expert GEMM's groups
 
 // Fixed-format number for the hand-written timeline (deterministic, compact).
 std::string fmt(double v, int digits = 3) {
@@ -31,6 +38,127 @@ std::string json_escape(const std::string& s) {
     o += c;
   }
   return o;
+}
+
+using RowTrace = RowTransfers::Trace;
+
+std::string rat_args(const golden::RatStats& s) {
+  return R"({"hits":)" + std::to_string(s.hits) + R"(,"misses":)" + std::to_string(s.misses) + "}";
+}
+std::string rat_evict_args(const golden::RatStats& s) {
+  return R"({"evictions":)" + std::to_string(s.evictions) + R"(,"restores":)" + std::to_string(s.restores) +
+         R"(,"bank_conflicts":)" + std::to_string(s.bank_conflicts) + "}";
+}
+std::string rpm_args(const golden::RpmStats& s) {
+  return R"({"stores":)" + std::to_string(s.stores_accepted) + R"(,"packets":)" + std::to_string(s.packets_sent) + "}";
+}
+std::string rpm_size_args(const golden::RpmStats& s) {
+  std::string a = "{";
+  for (std::size_t i = 0; i < s.packet_flits.size(); ++i) {
+    a += (i ? ",\"" : "\"") + std::to_string(i) + (i == 1 ? " flit\":" : " flits\":") + std::to_string(s.packet_flits[i]);
+  }
+  return a + "}";
+}
+
+/// Counter event of GPU g's process.
+void counter(std::ostringstream& o, std::size_t g, const std::string& name, Tick at, const std::string& args) {
+  o << R"({"ph":"C","pid":)" << g << R"(,"name":")" << json_escape(name) << R"(","ts":)" << fmt(us(at))
+    << R"(,"args":)" << args << "}";
+}
+
+/// The MoE-Hub tracks of every GPU (see timeline.hpp).
+void moehub_tracks(std::ostringstream& o, const std::function<void()>& sep, const Node& node) {
+  const RowTrace& tr = node.row_transfers().trace();
+  const auto& recs = node.records();
+  const auto& regions = node.schedule().regions;
+  const auto links = links_of(node);
+  const Tick bin = links.empty() ? 0 : links.front().port->server().bin_ticks();
+  for (std::size_t g = 0; g < recs.size(); ++g) {
+    const int gi = static_cast<int>(g);
+    const Hub& hub = node.hub(gi);
+    // releases of the expert GEMM's thread-block groups
+    bool named = false;
+    for (const auto& r : tr.releases) {
+      if (r.gpu != gi) continue;
+      if (!named) {
+        sep();
+        o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":)" << kReleaseTid
+          << R"(,"args":{"name":"group releases"}})";
+        named = true;
+      }
+      sep();
+      using K = RowTransfers::Release::Kind;
+      const char* name = r.kind == K::kDamGroup ? "DAM ready" : r.kind == K::kAllReady ? "AllReady" : "flag release";
+      o << R"({"ph":"i","s":"t","pid":)" << g << R"(,"tid":)" << kReleaseTid << R"(,"name":")" << name
+        << R"(","cat":"release","ts":)" << fmt(us(r.at)) << R"(,"args":{)";
+      if (r.kind == K::kSoftwareFlag) {
+        o << R"("transfer":)" << r.group;
+      } else {
+        o << R"("region":)" << r.region << R"(,"expert":)" << regions[static_cast<std::size_t>(r.region)].expert;
+        if (r.kind == K::kDamGroup) o << R"(,"group":)" << r.group;
+      }
+      o << "}}";
+    }
+    // occupancy of this GPU's regions: the last value in each bin
+    for (std::size_t ri = 0; ri < regions.size(); ++ri) {
+      if (regions[ri].gpu != gi) continue;
+      std::vector<RowTransfers::RowsAt> v;
+      for (const auto& x : tr.rows) {
+        if (x.region == static_cast<int>(ri)) v.push_back(x);
+      }
+      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
+      const std::string name = "region " + std::to_string(ri) + " occupancy (expert " +
+                               std::to_string(regions[ri].expert) + ", " + std::to_string(regions[ri].capacity_rows) +
+                               " rows)";
+      const double cap = static_cast<double>(regions[ri].capacity_rows);
+      sep();
+      counter(o, g, name, 0, R"({"occupancy":0.0000})");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const bool last_in_bin = i + 1 == v.size() || bin == 0 || v[i + 1].at / bin != v[i].at / bin;
+        if (!last_in_bin) continue;
+        sep();
+        counter(o, g, name, v[i].at, R"({"occupancy":)" + fmt(static_cast<double>(v[i].rows) / cap, 4) + "}");
+      }
+    }
+    // RAT counters (consumer side)
+    if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&hub.ingress_function())) {
+      const golden::RatStats zero{};
+      sep();
+      counter(o, g, "RAT lookups", 0, rat_args(zero));
+      sep();
+      counter(o, g, "RAT evictions", 0, rat_evict_args(zero));
+      for (const auto& x : tr.rat) {
+        if (x.gpu != gi) continue;
+        sep();
+        counter(o, g, "RAT lookups", x.at, rat_args(x.rat));
+        sep();
+        counter(o, g, "RAT evictions", x.at, rat_evict_args(x.rat));
+      }
+      sep();
+      counter(o, g, "RAT lookups", recs[g].end, rat_args(a->rat().stats()));
+      sep();
+      counter(o, g, "RAT evictions", recs[g].end, rat_evict_args(a->rat().stats()));
+    }
+    // RPM counters (producer side)
+    if (const auto* m = dynamic_cast<const golden::RuntimePacketManager*>(&hub.egress_function())) {
+      const golden::RpmStats zero{};
+      sep();
+      counter(o, g, "RPM stores and packets", 0, rpm_args(zero));
+      sep();
+      counter(o, g, "RPM packets by payload flits", 0, rpm_size_args(zero));
+      for (const auto& x : tr.rpm) {
+        if (x.gpu != gi) continue;
+        sep();
+        counter(o, g, "RPM stores and packets", x.at, rpm_args(x.rpm));
+        sep();
+        counter(o, g, "RPM packets by payload flits", x.at, rpm_size_args(x.rpm));
+      }
+      sep();
+      counter(o, g, "RPM stores and packets", recs[g].end, rpm_args(m->stats()));
+      sep();
+      counter(o, g, "RPM packets by payload flits", recs[g].end, rpm_size_args(m->stats()));
+    }
+  }
 }
 
 }  // namespace
@@ -72,6 +200,24 @@ std::string make_timeline(const Node& node, const RunRequest& req) {
         << "}";
     }
   }
+  const auto windows = routing_windows(node);
+  for (std::size_t g = 0; g < windows.size(); ++g) {
+    const RoutingWindow& w = windows[g];
+    if (!w.valid) continue;
+    sep();
+    o << R"({"ph":"M","name":"thread_name","pid":)" << g << R"(,"tid":)" << kWindowTid
+      << R"(,"args":{"name":"routing to GEMM1"}})";
+    sep();
+    o << R"({"ph":"X","pid":)" << g << R"(,"tid":)" << kWindowTid
+      << R"(,"name":"routing to first GEMM1 tile","cat":"window","ts":)" << fmt(us(w.routed)) << R"(,"dur":)"
+      << fmt(us(w.first_tile - w.routed)) << "}";
+    sep();
+    o << R"({"ph":"X","pid":)" << g << R"(,"tid":)" << kWindowTid
+      << R"(,"name":"routing to GEMM1 end","cat":"window","ts":)" << fmt(us(w.routed)) << R"(,"dur":)"
+      << fmt(us(w.gemm1_end - w.routed)) << "}";
+  }
+  if (node.schedule().hub.aau) moehub_tracks(o, sep, node);
+
   // link utilisation counters, one process for the fabric
   const std::size_t fabric_pid = recs.size();
   sep();
