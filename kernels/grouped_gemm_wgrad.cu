@@ -289,9 +289,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 // Ping-pong schedule: each consumer warpgroup computes whole tiles of kWM x kWN (128
 // accumulators a thread), the block's tiles alternating between the two, so that one
 // warpgroup's epilogue overlaps the other's MMAs. The producer streams the K blocks of the
-// block's tiles in order through one ring of kSt stages; since the two warpgroups' tiles
-// follow each other in it, their main loops take turns without further ordering, and a
-// warpgroup steps over the other's K blocks (their stages and phases) without reading them.
+// block's tiles in order through one ring of kSt stages; a warpgroup steps over the other's
+// K blocks (their stages and phases) without reading them, and two named barriers (3: the
+// first warpgroup may start, 4: the second) make the main loops take turns.
 template <int kWM, int kWN, int kSt>
 struct Pingpong {
   static constexpr int kABoxes = kWM / 64, kBBoxes = kWN / 64;
@@ -377,6 +377,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       continue;
     }
     const int m0 = (local % p.tiles_m) * kWM, n0 = (local / p.tiles_m) * kWN;
+    // the main loops take turns: this one starts once the other warpgroup has waited for
+    // every K block of the block's previous tile, so that the ring's stages are at most one
+    // lap ahead of the phases this warpgroup waits for (two laps would pass a parity wait
+    // on a stale fill)
+    if (i > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + cw) : "memory");
     if (k_blocks == 0) {
 #pragma unroll
       for (int q = 0; q < 128; ++q) d[q] = 0.f;
@@ -422,6 +427,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         phase ^= 1u;
       }
     }
+    // the block's next tile (the other warpgroup's) may start its main loop
+    if (t + static_cast<int>(gridDim.x) < p.tiles_total) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc(d);
     if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
