@@ -507,9 +507,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
 
+// Mean rows per non-empty group below which a call runs the ping-pong schedule: there a
+// tile's fp32 epilogue (128 KiB) is long beside its main loop, and overlapping it with the
+// other warpgroup's MMAs gained 4-6 % on the Qwen shapes (about 1,024 rows per expert),
+// while on Mixtral's down projection (4,096 rows, m = 14,336) the ping-pong tiles (128 x 128)
+// lost 28 % against the cooperative 128 x 256 ones (our measurement, docs/results/gpu-h200.md
+// run W5).
+constexpr long long kPingpongMaxMeanRows = 2048;
+
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
-// when set, for comparisons; else the ping-pong schedule with 128 x 128 tiles.
-Schedule wgrad_schedule(const GroupedGemmWgradArgs&) {
+// when set, for comparisons; else by the mean reduction length (above).
+Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
   static const int forced = [] {
     const char* env = std::getenv("MOEHUB_WGRAD_SCHEDULE");
     const std::string s = env ? env : "";
@@ -519,8 +527,14 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs&) {
     return -1;
   }();
   if (forced >= 0) return static_cast<Schedule>(forced);
-  return Schedule::kPingpong128x128;
+  long long rows = 0, groups = 0;
+  for (std::int64_t k : a.rows) {
+    rows += k;
+    groups += k > 0 ? 1 : 0;
+  }
+  return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
 }
+
 
 }  // namespace
 
