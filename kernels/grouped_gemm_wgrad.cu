@@ -1,6 +1,9 @@
 // Weight-gradient grouped GEMM on Hopper, C_g = A_g^T B_g + beta C_g: TMA + mbarrier
 // pipeline + wgmma with both operands transposed, persistent tiles over the groups sorted
-// by their reduction length. See grouped_gemm.hpp for the contract and the design.
+// by their reduction length, in one of two schedules: both consumer warpgroups on one
+// 128 x 256 tile (cooperative), or each on its own 128 x 128 tiles, taking turns so that one's
+// epilogue overlaps the other's MMAs (ping-pong). See grouped_gemm.hpp for the contract and
+// docs/gpu.md for the design.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -509,7 +512,7 @@ enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
 
 // Mean rows per non-empty group below which a call runs the ping-pong schedule: there a
 // tile's fp32 epilogue (128 KiB) is long beside its main loop, and overlapping it with the
-// other warpgroup's MMAs gained 4-6 % on the Qwen shapes (about 1,024 rows per expert),
+// other warpgroup's MMAs gained 2-6 % on the Qwen shapes (about 1,024 rows per expert),
 // while on Mixtral's down projection (4,096 rows, m = 14,336) the ping-pong tiles (128 x 128)
 // lost 28 % against the cooperative 128 x 256 ones (our measurement, docs/results/gpu-h200.md
 // run W5).
