@@ -109,6 +109,31 @@ __device__ __forceinline__ void wgmma_kn(float (&d)[128], std::uint64_t desc_a, 
 __device__ __forceinline__ void wgmma_tt(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
   MOEHUB_WGMMA_M64N256K16(1, 1);
 }
+// The same with n = 128: 64 accumulators per thread, d[OFF .. OFF + 63].
+#define MOEHUB_WGMMA_M64N128K16(TNSP_A, TNSP_B, OFF) \
+  asm volatile( \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+      "}, %64, %65, p, 1, 1, " #TNSP_A ", " #TNSP_B ";\n}\n" \
+      : "+f"(d[OFF + 0]), "+f"(d[OFF + 1]), "+f"(d[OFF + 2]), "+f"(d[OFF + 3]), "+f"(d[OFF + 4]), "+f"(d[OFF + 5]), "+f"(d[OFF + 6]), "+f"(d[OFF + 7]), \
+        "+f"(d[OFF + 8]), "+f"(d[OFF + 9]), "+f"(d[OFF + 10]), "+f"(d[OFF + 11]), "+f"(d[OFF + 12]), "+f"(d[OFF + 13]), "+f"(d[OFF + 14]), "+f"(d[OFF + 15]), \
+        "+f"(d[OFF + 16]), "+f"(d[OFF + 17]), "+f"(d[OFF + 18]), "+f"(d[OFF + 19]), "+f"(d[OFF + 20]), "+f"(d[OFF + 21]), "+f"(d[OFF + 22]), "+f"(d[OFF + 23]), \
+        "+f"(d[OFF + 24]), "+f"(d[OFF + 25]), "+f"(d[OFF + 26]), "+f"(d[OFF + 27]), "+f"(d[OFF + 28]), "+f"(d[OFF + 29]), "+f"(d[OFF + 30]), "+f"(d[OFF + 31]), \
+        "+f"(d[OFF + 32]), "+f"(d[OFF + 33]), "+f"(d[OFF + 34]), "+f"(d[OFF + 35]), "+f"(d[OFF + 36]), "+f"(d[OFF + 37]), "+f"(d[OFF + 38]), "+f"(d[OFF + 39]), \
+        "+f"(d[OFF + 40]), "+f"(d[OFF + 41]), "+f"(d[OFF + 42]), "+f"(d[OFF + 43]), "+f"(d[OFF + 44]), "+f"(d[OFF + 45]), "+f"(d[OFF + 46]), "+f"(d[OFF + 47]), \
+        "+f"(d[OFF + 48]), "+f"(d[OFF + 49]), "+f"(d[OFF + 50]), "+f"(d[OFF + 51]), "+f"(d[OFF + 52]), "+f"(d[OFF + 53]), "+f"(d[OFF + 54]), "+f"(d[OFF + 55]), \
+        "+f"(d[OFF + 56]), "+f"(d[OFF + 57]), "+f"(d[OFF + 58]), "+f"(d[OFF + 59]), "+f"(d[OFF + 60]), "+f"(d[OFF + 61]), "+f"(d[OFF + 62]), "+f"(d[OFF + 63]) \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+// Both operands MN-major (as wgmma_tt), n = 128, into accumulators d[64 * H .. 64 * H + 63].
+template <int H>
+__device__ __forceinline__ void wgmma_tt_n128(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  MOEHUB_WGMMA_M64N128K16(1, 1, 64 * H);
+}
 // One 16-byte shared-memory store of zeros.
 __device__ __forceinline__ void st_shared_v4_zero(std::uint32_t addr) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
@@ -136,7 +161,7 @@ struct DeviceInfo {
   int device = -1;
   int major = 0, minor = 0, sms = 0;
   bool smem_set = false;        // grouped_gemm_bf16's shared-memory limit raised
-  bool smem_set_wgrad = false;  // grouped_gemm_wgrad's
+  unsigned smem_set_wgrad = 0;  // grouped_gemm_wgrad's, one bit per kernel (schedule)
 };
 inline DeviceInfo& device_info() {
   static thread_local std::vector<DeviceInfo> known;

@@ -1,10 +1,15 @@
 // Weight-gradient grouped GEMM on Hopper, C_g = A_g^T B_g + beta C_g: TMA + mbarrier
 // pipeline + wgmma with both operands transposed, persistent tiles over the groups sorted
-// by their reduction length. See grouped_gemm.hpp for the contract and the design.
+// by their reduction length, in one of two schedules: both consumer warpgroups on one
+// 128 x 256 tile (cooperative), or each on its own 128 x 128 tiles, taking turns so that one's
+// epilogue overlaps the other's MMAs (ping-pong). See grouped_gemm.hpp for the contract and
+// docs/gpu.md for the design.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <string>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -47,6 +52,45 @@ struct Params {
   int row_start[kGroupedGemmMaxGroups]; // slot -> first row of the group in A and B
   int rows[kGroupedGemmMaxGroups];      // slot -> k_g
 };
+
+#ifdef MOEHUB_GG_DEVICE
+// The thread-store epilogue's last step: 4 staged fp32 values of row grow, columns col..col+3
+// of the group's C (from shared address src), plus beta * C, stored as fp32 or bf16; masked
+// past m and n.
+__device__ __forceinline__ void store_c4(const Params& p, long long c_group, int grow, int col, std::uint32_t src) {
+  float v0, v1, v2, v3;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3) : "r"(src));
+  if (grow >= p.m || col >= p.n) return;
+  const long long idx = c_group + static_cast<long long>(grow) * p.n + col;
+  if (p.c_fp32) {
+    float* dst = static_cast<float*>(p.c) + idx;
+    if (p.beta != 0.f) {
+      const float4 old = *reinterpret_cast<const float4*>(dst);
+      v0 += p.beta * old.x;
+      v1 += p.beta * old.y;
+      v2 += p.beta * old.z;
+      v3 += p.beta * old.w;
+    }
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1), "f"(v2), "f"(v3) : "memory");
+  } else {
+    __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.c) + idx;
+    if (p.beta != 0.f) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(dst);
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+      v0 += p.beta * lo.x;
+      v1 += p.beta * lo.y;
+      v2 += p.beta * hi.x;
+      v3 += p.beta * hi.y;
+    }
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v0, v1);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(v2, v3);
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst), "r"(*reinterpret_cast<const std::uint32_t*>(&lo)),
+                 "r"(*reinterpret_cast<const std::uint32_t*>(&hi))
+                 : "memory");
+  }
+}
+#endif  // MOEHUB_GG_DEVICE
 
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_wgrad_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -235,42 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int row = piece / 8, c4 = piece % 8;
         const int grow = m0 + cw * 64 + row;
         const int col = n0 + slab * kSlabCols + c4 * 4;
-        float v0, v1, v2, v3;
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
-                     : "r"(stage_buf + static_cast<std::uint32_t>(row * kStagingRow + c4 * 16)));
-        if (grow < p.m && col < p.n) {
-          const long long idx = c_group + static_cast<long long>(grow) * p.n + col;
-          if (p.c_fp32) {
-            float* dst = static_cast<float*>(p.c) + idx;
-            if (p.beta != 0.f) {
-              const float4 old = *reinterpret_cast<const float4*>(dst);
-              v0 += p.beta * old.x;
-              v1 += p.beta * old.y;
-              v2 += p.beta * old.z;
-              v3 += p.beta * old.w;
-            }
-            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1), "f"(v2), "f"(v3)
-                         : "memory");
-          } else {
-            __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.c) + idx;
-            if (p.beta != 0.f) {
-              const uint2 raw = *reinterpret_cast<const uint2*>(dst);
-              const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
-              const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
-              v0 += p.beta * lo.x;
-              v1 += p.beta * lo.y;
-              v2 += p.beta * hi.x;
-              v3 += p.beta * hi.y;
-            }
-            const __nv_bfloat162 lo = __floats2bfloat162_rn(v0, v1);
-            const __nv_bfloat162 hi = __floats2bfloat162_rn(v2, v3);
-            asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst),
-                         "r"(*reinterpret_cast<const std::uint32_t*>(&lo)),
-                         "r"(*reinterpret_cast<const std::uint32_t*>(&hi))
-                         : "memory");
-          }
-        }
+        store_c4(p, c_group, grow, col, stage_buf + static_cast<std::uint32_t>(row * kStagingRow + c4 * 16));
       }
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
     }
@@ -279,6 +288,256 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (p.tma_store && tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif  // MOEHUB_GG_DEVICE
 }
+
+// Ping-pong schedule: each consumer warpgroup computes whole tiles of kWM x kWN (128
+// accumulators a thread), the block's tiles alternating between the two, so that one
+// warpgroup's epilogue overlaps the other's MMAs. The producer streams the K blocks of the
+// block's tiles in order through one ring of kSt stages; a warpgroup steps over the other's
+// K blocks (their stages and phases) without reading them, and two named barriers (3: the
+// first warpgroup may start, 4: the second) make the main loops take turns.
+template <int kWM, int kWN, int kSt>
+struct Pingpong {
+  static constexpr int kABoxes = kWM / 64, kBBoxes = kWN / 64;
+  static constexpr int kStageBytes = (kABoxes + kBBoxes) * kBoxBytes;
+  static constexpr int kSmem = kSt * kStageBytes + 2 * kStagingBytes + 2 * kSt * 8 + 1024;
+  static_assert(kWM * kWN == 64 * 256,
+                "a warpgroup's tile is 128 accumulators a thread");
+  static_assert(kSmem <= 227 * 1024, "shared memory of one block");
+};
+
+template <int kWM, int kWN, int kSt>
+__global__ void __launch_bounds__(kThreads, 1)
+    grouped_gemm_wgrad_pingpong_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                                       const __grid_constant__ CUtensorMap map_c, const __grid_constant__ Params p) {
+#ifdef MOEHUB_GG_DEVICE
+  using PP = Pingpong<kWM, kWN, kSt>;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t sring = base;                        // kSt x (A boxes, B boxes)
+  const std::uint32_t stg = sring + kSt * PP::kStageBytes;  // 2 x epilogue staging
+  const std::uint32_t bars = stg + 2 * kStagingBytes;       // full[kSt], empty[kSt]
+  auto full = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(s); };
+  auto empty = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(kSt + s); };
+  const int wg = static_cast<int>(threadIdx.x) / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kSt; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), 4);  // one arrival per warp of the consuming warpgroup
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x == 0) {
+      int s = 0;
+      std::uint32_t phase = 0;
+      for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+        const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
+        const int m0 = (local % p.tiles_m) * kWM, n0 = (local / p.tiles_m) * kWN;
+        const int r0 = p.row_start[slot], k_blocks = (p.rows[slot] + kBK - 1) / kBK;
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          mbar_wait(empty(s), phase ^ 1u);
+          mbar_expect_tx(full(s), PP::kStageBytes);
+          const int row = r0 + kb * kBK;
+          const std::uint32_t dst = sring + static_cast<std::uint32_t>(s) * PP::kStageBytes;
+#pragma unroll
+          for (int j = 0; j < PP::kABoxes; ++j)
+            tma_2d(dst + static_cast<std::uint32_t>(j) * kBoxBytes, &map_a, m0 + 64 * j, row, full(s));
+#pragma unroll
+          for (int j = 0; j < PP::kBBoxes; ++j)
+            tma_2d(dst + static_cast<std::uint32_t>(PP::kABoxes + j) * kBoxBytes, &map_b, n0 + 64 * j, row, full(s));
+          if (++s == kSt) {
+            s = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  const int cw = wg - 1;
+  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int tid = static_cast<int>(threadIdx.x) % 128;
+  const int fr = warp * 16 + lane / 4;
+  const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
+  float d[128];
+  int s = 0;
+  std::uint32_t phase = 0;
+  int i = 0;
+  for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x), ++i) {
+    const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
+    const int rows_g = p.rows[slot], k_blocks = (rows_g + kBK - 1) / kBK;
+    if (i % 2 != cw) {
+      // the other warpgroup's tile: step over its K blocks in the ring
+      const int ahead = s + k_blocks;
+      phase ^= static_cast<std::uint32_t>((ahead / kSt) & 1);
+      s = ahead % kSt;
+      continue;
+    }
+    const int m0 = (local % p.tiles_m) * kWM, n0 = (local / p.tiles_m) * kWN;
+    // the main loops take turns: this one starts once the other warpgroup has waited for
+    // every K block of the block's previous tile, so that the ring's stages are at most one
+    // lap ahead of the phases this warpgroup waits for (two laps would pass a parity wait
+    // on a stale fill)
+    if (i > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + cw) : "memory");
+    if (k_blocks == 0) {
+#pragma unroll
+      for (int q = 0; q < 128; ++q) d[q] = 0.f;
+    }
+    int prev = -1;
+    for (int kb = 0; kb < k_blocks; ++kb) {
+      mbar_wait(full(s), phase);
+      const std::uint32_t stage = sring + static_cast<std::uint32_t>(s) * PP::kStageBytes;
+      const int valid = rows_g - kb * kBK;
+      if (valid < kBK) {
+        // rows valid..63 of every box belong to the next group (or lie past the end): zero them
+        const int per_box = (kBK - valid) * 8;  // 16-byte pieces
+        for (int q = tid; q < (PP::kABoxes + PP::kBBoxes) * per_box; q += 128) {
+          const int box = q / per_box, rem = q % per_box;
+          st_shared_v4_zero(stage + static_cast<std::uint32_t>(box * kBoxBytes + (valid + rem / 8) * 128 + (rem % 8) * 16));
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+      }
+      const std::uint32_t b_stage = stage + static_cast<std::uint32_t>(PP::kABoxes) * kBoxBytes;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      fence_acc(d);
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        const std::uint32_t koff = static_cast<std::uint32_t>(kk) * 16u * 128u;
+        const int acc = (kb > 0 || kk > 0) ? 1 : 0;
+        const std::uint64_t db = make_desc(b_stage + koff, kMnLbo, kMnSbo);
+        if constexpr (kWN == 256) {
+          wgmma_tt(d, make_desc(stage + koff, kMnLbo, kMnSbo), db, acc);
+        } else {
+          wgmma_tt_n128<0>(d, make_desc(stage + koff, kMnLbo, kMnSbo), db, acc);
+          wgmma_tt_n128<1>(d, make_desc(stage + kBoxBytes + koff, kMnLbo, kMnSbo), db, acc);
+        }
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      fence_acc(d);
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      fence_acc(d);
+      if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
+      prev = s;
+      if (++s == kSt) {
+        s = 0;
+        phase ^= 1u;
+      }
+    }
+    // the block's next tile (the other warpgroup's) may start its main loop
+    if (t + static_cast<int>(gridDim.x) < p.tiles_total) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc(d);
+    if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
+
+    // epilogue per 64-row half h of the tile (accumulators d[h * kWN / 2 ..]): as in the
+    // cooperative kernel, fragments of n8 block j in d[.. + 4j .. 4j + 3]
+#pragma unroll
+    for (int h = 0; h < kWM / 64; ++h) {
+      const int dh = h * (kWN / 2);
+      if (p.tma_store) {
+#pragma unroll
+        for (int slab = 0; slab < kWN / kSlabCols; ++slab) {
+          const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+          if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+#pragma unroll
+          for (int jj = 0; jj < kSlabCols / 8; ++jj) {
+            const int j = slab * (kSlabCols / 8) + jj;
+            const int piece = jj * 2 + (lane % 4) / 2;
+            const std::uint32_t within = static_cast<std::uint32_t>((lane % 2) * 8);
+#pragma unroll
+            for (int hr = 0; hr < 2; ++hr) {
+              const int r = fr + 8 * hr;
+              const std::uint32_t addr =
+                  buf + static_cast<std::uint32_t>(r * 128 + ((piece ^ (r % 8)) * 16)) + within;
+              asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(d[dh + 4 * j + 2 * hr]),
+                           "f"(d[dh + 4 * j + 2 * hr + 1]));
+            }
+          }
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+          if (tid == 0) {
+            const int c0 = n0 + slab * kSlabCols, c1 = m0 + h * 64, c2 = p.group[slot];
+            if (p.beta != 0.f)
+              asm volatile(
+                  "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                      reinterpret_cast<std::uint64_t>(&map_c)),
+                  "r"(c0), "r"(c1), "r"(c2), "r"(buf)
+                  : "memory");
+            else
+              asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                               reinterpret_cast<std::uint64_t>(&map_c)),
+                           "r"(c0), "r"(c1), "r"(c2), "r"(buf)
+                           : "memory");
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+          }
+        }
+        continue;
+      }
+      const long long c_group = static_cast<long long>(p.group[slot]) * p.m * p.n;
+#pragma unroll
+      for (int slab = 0; slab < kWN / kSlabCols; ++slab) {
+#pragma unroll
+        for (int jj = 0; jj < kSlabCols / 8; ++jj) {
+          const int j = slab * (kSlabCols / 8) + jj;
+          const std::uint32_t off = static_cast<std::uint32_t>(fr * kStagingRow + (jj * 8 + 2 * (lane % 4)) * 4);
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(stage_buf + off), "f"(d[dh + 4 * j]), "f"(d[dh + 4 * j + 1]));
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(stage_buf + off + 8u * kStagingRow),
+                       "f"(d[dh + 4 * j + 2]), "f"(d[dh + 4 * j + 3]));
+        }
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+#pragma unroll
+        for (int it = 0; it < 4; ++it) {
+          const int piece = it * 128 + tid;  // 64 rows x 8 pieces of 4 values
+          const int row = piece / 8, c4 = piece % 8;
+          store_c4(p, c_group, m0 + h * 64 + row, n0 + slab * kSlabCols + c4 * 4,
+                   stage_buf + static_cast<std::uint32_t>(row * kStagingRow + c4 * 16));
+        }
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+      }
+    }
+  }
+  if (p.tma_store && tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif  // MOEHUB_GG_DEVICE
+}
+
+enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
+
+// Mean rows per non-empty group below which a call runs the ping-pong schedule: there a
+// tile's fp32 epilogue (128 KiB) is long beside its main loop, and overlapping it with the
+// other warpgroup's MMAs gained 2-6 % on the Qwen shapes (about 1,024 rows per expert),
+// while on Mixtral's down projection (4,096 rows, m = 14,336) the ping-pong tiles (128 x 128)
+// lost 28 % against the cooperative 128 x 256 ones (our measurement, docs/results/gpu-h200.md
+// run W5).
+constexpr long long kPingpongMaxMeanRows = 2048;
+
+// The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
+// when set, for comparisons; else by the mean reduction length (above).
+Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
+  static const int forced = [] {
+    const char* env = std::getenv("MOEHUB_WGRAD_SCHEDULE");
+    const std::string s = env ? env : "";
+    if (s == "cooperative") return 0;
+    if (s == "pingpong") return 1;
+    if (s == "pingpong-64x256") return 2;
+    return -1;
+  }();
+  if (forced >= 0) return static_cast<Schedule>(forced);
+  long long rows = 0, groups = 0;
+  for (std::int64_t k : a.rows) {
+    rows += k;
+    groups += k > 0 ? 1 : 0;
+  }
+  return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
+}
+
 
 }  // namespace
 
@@ -325,8 +584,11 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   p.c_fp32 = a.c_fp32 ? 1 : 0;
   p.beta = a.beta;
   p.c = a.c;
-  p.tiles_m = static_cast<int>((a.m + kBM - 1) / kBM);
-  p.tiles_per_group = p.tiles_m * static_cast<int>((a.n + kBN - 1) / kBN);
+  const Schedule sched = wgrad_schedule(a);
+  const int tile_m = sched == Schedule::kPingpong64x256 ? 64 : kBM;
+  const int tile_n = sched == Schedule::kPingpong128x128 ? 128 : kBN;
+  p.tiles_m = static_cast<int>((a.m + tile_m - 1) / tile_m);
+  p.tiles_per_group = p.tiles_m * static_cast<int>((a.n + tile_n - 1) / tile_n);
   const int groups = static_cast<int>(a.rows.size());
   std::vector<int> start(static_cast<std::size_t>(groups));
   int rows = 0;
@@ -382,14 +644,38 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
-  const int grid = p.tiles_total < dev.sms ? p.tiles_total : dev.sms;
-  if (!dev.smem_set_wgrad) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(grouped_gemm_wgrad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    if (e != cudaSuccess) return e;
-    dev.smem_set_wgrad = true;
+  if (sched == Schedule::kCooperative) {
+    const int grid = p.tiles_total < dev.sms ? p.tiles_total : dev.sms;
+    if (!(dev.smem_set_wgrad & 1u)) {
+      const cudaError_t e =
+          cudaFuncSetAttribute(grouped_gemm_wgrad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+      if (e != cudaSuccess) return e;
+      dev.smem_set_wgrad |= 1u;
+    }
+    grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
+  } else {
+    // two tiles per block at a time, one per consumer warpgroup
+    const int grid = (p.tiles_total + 1) / 2 < dev.sms ? (p.tiles_total + 1) / 2 : dev.sms;
+    if (sched == Schedule::kPingpong128x128) {
+      using PP = Pingpong<128, 128, 6>;
+      if (!(dev.smem_set_wgrad & 2u)) {
+        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<128, 128, 6>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
+        if (e != cudaSuccess) return e;
+        dev.smem_set_wgrad |= 2u;
+      }
+      grouped_gemm_wgrad_pingpong_kernel<128, 128, 6><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
+    } else {
+      using PP = Pingpong<64, 256, 4>;
+      if (!(dev.smem_set_wgrad & 4u)) {
+        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<64, 256, 4>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
+        if (e != cudaSuccess) return e;
+        dev.smem_set_wgrad |= 4u;
+      }
+      grouped_gemm_wgrad_pingpong_kernel<64, 256, 4><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
+    }
   }
-  grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
   return cudaGetLastError();
 }
 
