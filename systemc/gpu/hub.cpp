@@ -127,8 +127,9 @@ void Hub::add_source(StoreSource* source) {
 // ---------------------------------------------------------------------------
 // egress
 
-bool Hub::fill(Tick now) {
+bool Hub::fill(Tick now, bool& room_stop) {
   bool took = false;
+  room_stop = false;
   for (;;) {
     // the source whose next store reaches the hub first
     StoreSource* best = nullptr;
@@ -150,6 +151,7 @@ bool Hub::fill(Tick now) {
         blocked_since_ = at;
         ++buffer_full_;
       }
+      room_stop = true;
       return took;
     }
     st.ready = at;
@@ -276,14 +278,25 @@ void Hub::egress() {
   // for merges or a timer): then only responses, new stores or its timer can
   // change anything now
   bool data_held = false;
+  // fill again only when it could take more: within this call the sources
+  // change only by what fill takes, so once fill stopped at a store that
+  // reaches the hub later (or at no store) it would stop there again; one
+  // that found the buffer full may go on once a packet has left it
+  bool fill_again = true;
+  bool room_stop = false;
   for (;;) {
-    if (fill(now)) data_held = false;
+    if (fill_again) {
+      if (fill(now, room_stop)) data_held = false;
+      fill_again = false;
+    }
     const Action a = next_action(now, data_held);
     if (a.valid && a.start <= now + quantum_) {
       if (a.response) {
         send_response(a.plane, now);
       } else if (!send_data(now)) {
         data_held = true;
+      } else {
+        fill_again = room_stop;
       }
       continue;
     }

@@ -146,7 +146,9 @@ class Hub : public TlmBlock {
   };
 
   void egress();
-  bool fill(Tick now);
+  /// Takes the stores that reach the hub by now + quantum while there is
+  /// room; whether it took any. `room_stop`: it stopped at a full buffer.
+  bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
   void send_response(std::int32_t plane, Tick now);
   bool send_data(Tick now);
