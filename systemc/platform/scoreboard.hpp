@@ -31,8 +31,8 @@ class Scoreboard : public TrafficSink {
 
   /// Called when GPU g's counts of transfer c change (received or
   /// acknowledged) and are complete (complete(c, g)): not for the changes
-  /// before, which cannot end the transfer (one call per packet cost more
-  /// than the scoreboard itself).
+  /// before, which cannot end the transfer (a call per packet was 1.5 % of a
+  /// packet-level run's instructions).
   void set_progress_listener(std::function<void(int c, int g)> f) { progress_ = std::move(f); }
 
   /// Local rows (src == dst) of GPU g in transfer c were copied.
