@@ -143,38 +143,48 @@ class ArrivalQueue : public sc_core::sc_module {
   }
 
   /// The non-empty lanes form a binary min-heap (order_) by their first
-  /// entries; a push into a non-empty lane does not change it.
-  bool lane_before(std::size_t a, std::size_t b) const { return lanes_[b].front() > lanes_[a].front(); }
+  /// entries, each kept in the heap beside its lane (comparisons then read
+  /// no ring); a push into a non-empty lane does not change it.
+  struct LaneHead {
+    Tick t;
+    std::uint64_t seq;
+    std::size_t lane;
+    bool before(const LaneHead& o) const { return t != o.t ? t < o.t : seq < o.seq; }
+  };
   void order_push(std::size_t lane) {
+    const Entry& f = lanes_[lane].front();
+    const LaneHead h{f.t, f.seq, lane};
     std::size_t k = order_.size();
-    order_.push_back(lane);
-    while (k > 0 && lane_before(lane, order_[(k - 1) / 2])) {
+    order_.push_back(h);
+    while (k > 0 && h.before(order_[(k - 1) / 2])) {
       order_[k] = order_[(k - 1) / 2];
       k = (k - 1) / 2;
     }
-    order_[k] = lane;
+    order_[k] = h;
   }
-  /// Restores the heap after the first lane's first entry changed.
+  /// Restores the heap after its root changed.
   void order_sift_root() {
     const std::size_t n = order_.size();
-    const std::size_t lane = order_[0];
+    const LaneHead h = order_[0];
     std::size_t k = 0;
     for (;;) {
       std::size_t c = 2 * k + 1;
       if (c >= n) break;
-      if (c + 1 < n && lane_before(order_[c + 1], order_[c])) ++c;
-      if (!lane_before(order_[c], lane)) break;
+      if (c + 1 < n && order_[c + 1].before(order_[c])) ++c;
+      if (!order_[c].before(h)) break;
       order_[k] = order_[c];
       k = c;
     }
-    order_[k] = lane;
+    order_[k] = h;
   }
 
   /// Where the earliest entry is: a lane index, or kHeap. The queue is not empty.
   std::size_t find_head() const {
     if (order_.empty()) return kHeap;
-    const std::size_t lane = order_[0];
-    return !heap_.empty() && lanes_[lane].front() > heap_.top() ? kHeap : lane;
+    const LaneHead& h = order_[0];
+    if (heap_.empty()) return h.lane;
+    const Entry& top = heap_.top();
+    return top.t != h.t ? (top.t < h.t ? kHeap : h.lane) : (top.seq < h.seq ? kHeap : h.lane);
   }
   const Entry& head(std::size_t src) const { return src == kHeap ? heap_.top() : lanes_[src].front(); }
   /// Removes the head entry.
@@ -182,12 +192,15 @@ class ArrivalQueue : public sc_core::sc_module {
     if (head_src_ == kHeap) {
       heap_.pop();
     } else {
-      Ring<Entry>& lane = lanes_[head_src_];  // = lanes_[order_[0]]
+      Ring<Entry>& lane = lanes_[head_src_];  // = lanes_[order_[0].lane]
       lane.pop_front();
       if (lane.empty()) {
         order_[0] = order_.back();
         order_.pop_back();
       } else {
+        const Entry& f = lane.front();
+        order_[0].t = f.t;
+        order_[0].seq = f.seq;
         // the lane's entries are handed over in turn: fetch a few ahead
         prefetch_payload(lane[std::min<std::size_t>(kPrefetchAhead, lane.size() - 1)].gp);
       }
@@ -248,7 +261,7 @@ class ArrivalQueue : public sc_core::sc_module {
   Handler handler_;
   std::vector<Ring<Entry>> lanes_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
-  std::vector<std::size_t> order_;  ///< the non-empty lanes, a min-heap by first entry
+  std::vector<LaneHead> order_;  ///< the non-empty lanes, a min-heap by first entry
   std::size_t head_src_ = kHeap;  ///< where the earliest entry is (valid while size_ > 0)
   std::size_t size_ = 0;
   std::uint64_t heap_pushes_ = 0;

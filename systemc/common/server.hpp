@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/units.hpp"
@@ -36,7 +38,7 @@ class BandwidthServer {
   /// Serves `bytes` arriving at `t` (no earlier than `not_before`).
   Slot serve(Tick t, double bytes, Tick not_before = 0) {
     const Tick start = std::max({t, next_free_, not_before});
-    const Tick service = transfer_ticks(bytes, bw_gbps_);
+    const Tick service = service_ticks(bytes);
     next_free_ = saturating_add(start, service);
     account(start, next_free_ - start);
     bytes_ += bytes;
@@ -85,6 +87,24 @@ class BandwidthServer {
     }
   }
 
+  /// transfer_ticks(bytes, bw_gbps_), remembered for the last two sizes: a
+  /// server sees few sizes (a link: data packets and responses), and the
+  /// conversion (a division and a rounding) is per request.
+  Tick service_ticks(double bytes) {
+    if (bytes == memo_bytes_[0]) return memo_ticks_[0];
+    if (bytes == memo_bytes_[1]) {
+      std::swap(memo_bytes_[0], memo_bytes_[1]);
+      std::swap(memo_ticks_[0], memo_ticks_[1]);
+      return memo_ticks_[0];
+    }
+    const Tick ticks = transfer_ticks(bytes, bw_gbps_);
+    memo_bytes_[1] = memo_bytes_[0];
+    memo_ticks_[1] = memo_ticks_[0];
+    memo_bytes_[0] = bytes;
+    memo_ticks_[0] = ticks;
+    return ticks;
+  }
+
   /// Merges bins pairwise and doubles the bin width.
   void coarsen() {
     const std::size_t n = (bins_.size() + 1) / 2;
@@ -105,6 +125,9 @@ class BandwidthServer {
   Tick bin_ = 0;
   std::size_t max_bins_ = kDefaultMaxBins;
   std::vector<Tick> bins_;
+  double memo_bytes_[2] = {std::numeric_limits<double>::quiet_NaN(),  // equal to no size
+                           std::numeric_limits<double>::quiet_NaN()};
+  Tick memo_ticks_[2] = {0, 0};
 };
 
 }  // namespace moehub

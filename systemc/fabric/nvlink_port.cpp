@@ -17,6 +17,7 @@ NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& 
       server_(std::string(this->name()), bw_gbps, latency_),
       credits_available_(static_cast<std::uint32_t>(cfg.credits_flits)),
       credits_total_(static_cast<std::uint32_t>(cfg.credits_flits)) {
+  lanes_.resize(kLanes);
   in.bind(*this);
   out.bind(*this);
 }
@@ -102,7 +103,7 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   flits_ += flits;
   if (ext->kind == PacketKind::kWrite) {
     write_packets_ += ext->packets;
-    payload_bytes_ += ext->store.bytes;
+    payload_bytes_ += static_cast<double>(gp.get_data_length());  // = store.bytes, without reading the store's cache lines
   } else {
     response_packets_ += ext->packets;
   }
@@ -136,7 +137,6 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm
   const Tick back = now_ticks() + to_ticks(delay) + latency_;
   if (held > 0) {
     const auto i = static_cast<std::size_t>(moe_ext(gp).dst_gpu) % kLanes;
-    if (lanes_.size() <= i) lanes_.resize(i + 1);
     Ring<Return>& lane = lanes_[i];
     if (lane.empty() || lane.back().t <= back) {
       lane.push_back(Return{back, held});

@@ -59,6 +59,9 @@ class NvlinkPort : public TlmBlock {
     flits = credit_flits(flits);
     const Tick start = server_.earliest_start(t);
     if (credits_available_ >= flits) return start;  // the usual case: credits never ran short
+    // the time the credits are back, already known since the last change:
+    // start lies past every release the short path would make first
+    if (memo_valid_ && memo_flits_ == flits) return std::max(start, memo_time_);
     return earliest_start_short(start, flits);
   }
 

@@ -127,8 +127,9 @@ void Hub::add_source(StoreSource* source) {
 // ---------------------------------------------------------------------------
 // egress
 
-bool Hub::fill(Tick now) {
+bool Hub::fill(Tick now, bool& room_stop) {
   bool took = false;
+  room_stop = false;
   for (;;) {
     // the source whose next store reaches the hub first
     StoreSource* best = nullptr;
@@ -150,6 +151,7 @@ bool Hub::fill(Tick now) {
         blocked_since_ = at;
         ++buffer_full_;
       }
+      room_stop = true;
       return took;
     }
     st.ready = at;
@@ -164,20 +166,22 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   Action best;
   const auto P = static_cast<std::size_t>(planes_);
   // data: the port that could start a packet first (any packet: credits for
-  // one maximal packet suffice for every transaction)
-  const bool data = !data_held && fn_.egress->occupancy() > 0;
-  Tick data_from = std::max(now, egress_free_);
-  if (data) {
+  // one maximal packet suffice for every transaction); ties go to the first
+  // plane in rotation order
+  if (!data_held && fn_.egress->occupancy() > 0) {
+    const Tick data_from = std::max(now, egress_free_);
+    std::size_t p = data_rot_;
     for (std::size_t k = 0; k < P; ++k) {
-      const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;
       const Tick s = ports_[p]->earliest_start(data_from, max_packet_flits_);
       if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s};
+      if (++p == P) p = 0;
     }
   }
   // responses: on its plane, a response ready by the time data could start there goes first
   for (std::size_t p = 0; p < P; ++p) {
-    if (responses_q_[p].empty()) continue;
-    const Response& r = responses_q_[p].front();
+    const Ring<Response>& q = responses_q_[p];
+    if (q.empty()) continue;
+    const Response& r = q.front();
     const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
     if (s == kTickMax) continue;
     if (s < best.start || (s == best.start && best.valid && !best.response)) {
@@ -216,13 +220,13 @@ bool Hub::send_data(Tick now) {
   const auto P = static_cast<std::size_t>(planes_);
   std::size_t plane = 0;
   Tick start = kTickMax;
-  for (std::size_t k = 0; k < P; ++k) {
-    const std::size_t p = (static_cast<std::size_t>(data_seq_) + k) % P;
+  for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
     const Tick s = ports_[p]->earliest_start(ready, flits);
     if (s < start) {
       start = s;
       plane = p;
     }
+    if (++p == P) p = 0;
   }
   if (start == kTickMax) throw std::logic_error(std::string(name()) + ": no port for a picked packet");
   if (room_blocked_) {
@@ -246,7 +250,7 @@ bool Hub::send_data(Tick now) {
   gp->set_command(tlm::TLM_WRITE_COMMAND);
   gp->set_address(st.address);
   gp->set_data_length(st.bytes);
-  ++data_seq_;
+  if (++data_rot_ == P) data_rot_ = 0;
   data_packets_ += packets;
   {
     const auto d = static_cast<std::size_t>(st.dst_gpu);
@@ -274,14 +278,25 @@ void Hub::egress() {
   // for merges or a timer): then only responses, new stores or its timer can
   // change anything now
   bool data_held = false;
+  // fill again only when it could take more: within this call the sources
+  // change only by what fill takes, so once fill stopped at a store that
+  // reaches the hub later (or at no store) it would stop there again; one
+  // that found the buffer full may go on once a packet has left it
+  bool fill_again = true;
+  bool room_stop = false;
   for (;;) {
-    if (fill(now)) data_held = false;
+    if (fill_again) {
+      if (fill(now, room_stop)) data_held = false;
+      fill_again = false;
+    }
     const Action a = next_action(now, data_held);
     if (a.valid && a.start <= now + quantum_) {
       if (a.response) {
         send_response(a.plane, now);
       } else if (!send_data(now)) {
         data_held = true;
+      } else {
+        fill_again = room_stop;
       }
       continue;
     }

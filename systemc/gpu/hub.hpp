@@ -43,6 +43,7 @@
 #include "common/config.hpp"
 #include "common/moe_extension.hpp"
 #include "common/payload_pool.hpp"
+#include "common/ring.hpp"
 #include "common/tlm_block.hpp"
 #include "golden/hub_functions.hpp"
 #include "gpu/memory_flows.hpp"
@@ -145,7 +146,9 @@ class Hub : public TlmBlock {
   };
 
   void egress();
-  bool fill(Tick now);
+  /// Takes the stores that reach the hub by now + quantum while there is
+  /// room; whether it took any. `room_stop`: it stopped at a full buffer.
+  bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
   void send_response(std::int32_t plane, Tick now);
   bool send_data(Tick now);
@@ -176,7 +179,7 @@ class Hub : public TlmBlock {
   std::uint64_t local_stores_ = 0;
   std::uint64_t local_store_delays_ = 0;
   std::string fatal_;
-  std::vector<std::deque<Response>> responses_q_;  ///< per plane, in completion order
+  std::vector<Ring<Response>> responses_q_;  ///< per plane, in completion order
   std::unique_ptr<ArrivalQueue> ingress_q_;
   PayloadPool pool_;
   Tick ingress_free_ = 0;  ///< when the ingress function can take the next write
@@ -184,7 +187,7 @@ class Hub : public TlmBlock {
   Tick room_at_ = 0;       ///< a store that found the buffer full enters no earlier than this
   bool room_blocked_ = false;
   Tick blocked_since_ = 0;
-  std::uint64_t data_seq_ = 0;
+  std::size_t data_rot_ = 0;  ///< the plane data tries first (rotates per packet sent)
   sc_core::sc_event work_ev_;
   Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;

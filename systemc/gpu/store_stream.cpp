@@ -58,13 +58,12 @@ void StoreStream::fill_head() {
                : golden::ByteMask::range(0, golden::kLineBytes);
   s.tag = transfer_;
   const Tick begin = std::max(clock_, c.enabled_at);
-  head_.issue = begin + transfer_ticks(s.bytes, issue_gbps_);
+  if (s.bytes != memo_bytes_) {  // the stores of a stream are mostly of one size
+    memo_bytes_ = s.bytes;
+    memo_ticks_ = transfer_ticks(s.bytes, issue_gbps_);
+  }
+  head_.issue = begin + memo_ticks_;
   head_valid_ = true;
-}
-
-const SourceStore& StoreStream::head() {
-  if (!head_valid_) fill_head();
-  return head_;
 }
 
 void StoreStream::pop(Tick taken) {

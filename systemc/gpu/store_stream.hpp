@@ -98,7 +98,10 @@ class StoreStream : public StoreSource {
   /// Rows towards `dst` may be issued from `t` on.
   void enable(std::int32_t dst, Tick t);
   bool has_head() const override { return !active_.empty(); }
-  const SourceStore& head() override;
+  const SourceStore& head() override {
+    if (!head_valid_) fill_head();
+    return head_;
+  }
   void pop(Tick taken) override;
   bool finished() const override { return remaining_batches_ == 0; }
   std::uint64_t total_packets() const;
@@ -126,6 +129,8 @@ class StoreStream : public StoreSource {
   std::size_t remaining_batches_ = 0;
   bool head_valid_ = false;
   SourceStore head_;
+  std::uint32_t memo_bytes_ = 0;  ///< issue time of a store of memo_bytes_ (0: none yet)
+  Tick memo_ticks_ = 0;
 };
 
 /// One row a kernel stores to a peer, in the kernel's order.

@@ -74,7 +74,7 @@ void Scoreboard::on_delivered(const MoePacketExt& w, Tick t) {
   PerGpu& d = s.gpus[static_cast<std::size_t>(w.dst_gpu)];
   d.recv += w.packets;
   d.last = std::max(d.last, t);
-  if (progress_) progress_(w.transfer, w.dst_gpu);
+  if (progress_ && d.recv >= d.expect_recv && d.acks >= d.expect_acks) progress_(w.transfer, w.dst_gpu);
 }
 
 void Scoreboard::on_acknowledged(const MoePacketExt& r, Tick t) {
@@ -87,7 +87,7 @@ void Scoreboard::on_acknowledged(const MoePacketExt& r, Tick t) {
   PerGpu& p = s.gpus[static_cast<std::size_t>(r.dst_gpu)];
   p.acks += r.packets;
   p.last = std::max(p.last, t);
-  if (progress_) progress_(r.transfer, r.dst_gpu);
+  if (progress_ && p.recv >= p.expect_recv && p.acks >= p.expect_acks) progress_(r.transfer, r.dst_gpu);
 }
 
 bool Scoreboard::complete(int c, int g) const {
