@@ -39,6 +39,18 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
                                 "' needs the MoE-Hub units: must be 'moehub' (got '" + sys.hub.implementation +
                                 "'; moehub-sim --hub-impl moehub overrides it)");
   }
+  if (!schedule_.hub.aau && sys.hub.implementation != "address-centric" && !schedule_.collectives.empty()) {
+    // The MoE-Hub packet manager takes stores of at most one 128-byte line and
+    // merges plain stores by line: rows that are not whole lines share a line
+    // (one packet then carries several rows), and bulk or row-granularity
+    // stores are longer than a line. The collectives' scoreboard accounts each
+    // packet to one row, so their completion would never be reached. Refuse the
+    // combination instead of deadlocking (docs/moehub-units.md).
+    throw std::invalid_argument(sys.source_file + ": key 'hub.implementation': schedule '" + schedule_.name +
+                                "' moves its data in software all-to-alls ('" + schedule_.collectives.front().name +
+                                "', ...), which run only on 'address-centric' hubs (got '" + sys.hub.implementation +
+                                "'; the MoE-Hub schedules are moehub, moehub-base, moehub-pkt and moehub-dep)");
+  }
 
   for (int p = 0; p < P; ++p) {
     switches_.push_back(

@@ -350,6 +350,9 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
       {"--schedule moehub --hub-impl moehub --store-bytes 0", "--store-bytes"},
       {"--schedule moehub --hub-impl moehub --store-bytes 129", "--store-bytes"},
       {"--schedule moehub --hub-impl moehub --region-rows -1", "--region-rows"},
+      // software all-to-alls on MoE-Hub hubs: refused, not a deadlock
+      {"--schedule megatron --hub-impl moehub", "hub.implementation"},
+      {"--schedule ring-expert --hub-impl moehub", "hub.implementation"},
   };
   int i = 0;
   for (const auto& [args, key] : cases) {
