@@ -8,6 +8,19 @@ namespace moehub::golden {
 
 namespace {
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
+
+// Sorted vectors as small ordered sets: a partition holds at most
+// entries_per_peer entries, so a binary search and a short move beat nodes.
+template <class T>
+void sorted_insert(std::vector<T>& v, const T& x) {
+  v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+}
+template <class T>
+void sorted_erase(std::vector<T>& v, const T& x) {
+  const auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it == v.end() || x < *it) throw std::logic_error("RPM: index out of step with its entries");
+  v.erase(it);
+}
 }  // namespace
 
 RuntimePacketManager::RuntimePacketManager(const RpmParams& p) : p_(p), clock_(p.clock_ghz) {
@@ -49,84 +62,163 @@ ByteMask RuntimePacketManager::mask_of(const StoreRequest& s) {
   return ByteMask::range(off, s.bytes);
 }
 
-std::size_t RuntimePacketManager::find_merge(const std::vector<Entry>& part, const StoreRequest& s) const {
-  if (!mergeable(s)) return part.size();
-  const std::uint64_t line = line_of(s);
-  for (std::size_t i = 0; i < part.size(); ++i) {
-    const StoreRequest& q = part[i].packet;
-    if (q.op != s.op || q.priority != s.priority || part[i].line != line) continue;
-    if (is_row_store(s.op) && (q.malloc_id != s.malloc_id || q.row_id != s.row_id)) continue;
-    return i;
+bool RuntimePacketManager::OrderKey::operator<(const OrderKey& o) const {
+  if (nop != o.nop) return nop < o.nop;
+  if (partial != o.partial) return partial < o.partial;
+  if (row_id != o.row_id) return row_id < o.row_id;
+  return seq < o.seq;
+}
+
+bool RuntimePacketManager::TimeKey::operator<(const TimeKey& o) const {
+  if (created_cycle != o.created_cycle) return created_cycle < o.created_cycle;
+  return seq < o.seq;
+}
+
+bool RuntimePacketManager::MergeKey::operator<(const MergeKey& o) const {
+  if (line != o.line) return line < o.line;
+  if (row_id != o.row_id) return row_id < o.row_id;
+  if (malloc_id != o.malloc_id) return malloc_id < o.malloc_id;
+  if (op != o.op) return op < o.op;
+  return priority < o.priority;
+}
+
+RuntimePacketManager::MergeKey RuntimePacketManager::merge_key(const StoreRequest& s, std::uint64_t line,
+                                                               std::uint32_t slot) {
+  MergeKey k;
+  k.line = line;
+  if (is_row_store(s.op)) {
+    k.row_id = s.row_id;
+    k.malloc_id = s.malloc_id;
   }
-  return part.size();
+  k.op = static_cast<std::uint8_t>(s.op);
+  k.priority = s.priority ? 1 : 0;
+  k.slot = slot;
+  return k;
+}
+
+RuntimePacketManager::OrderKey RuntimePacketManager::order_key(const Entry& e, std::uint32_t slot) {
+  OrderKey k;
+  k.nop = e.packet.priority ? 0 : 1;
+  k.partial = e.packet.mask.full() ? 0 : 1;
+  k.row_id = e.packet.row_id;
+  k.seq = e.seq;
+  k.slot = slot;
+  return k;
+}
+
+std::uint32_t RuntimePacketManager::find_merge(const Partition& part, const StoreRequest& s) const {
+  if (!mergeable(s)) return kNoSlot;
+  const MergeKey k = merge_key(s, line_of(s), 0);
+  const auto it = std::lower_bound(part.merge.begin(), part.merge.end(), k);
+  if (it == part.merge.end() || k < *it) return kNoSlot;
+  return it->slot;
 }
 
 bool RuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
-  const auto& part = parts_[partition_of(s.dst_gpu)];
-  return part.size() < p_.entries_per_peer || find_merge(part, s) < part.size();
+  const Partition& part = parts_[partition_of(s.dst_gpu)];
+  return part.size() < p_.entries_per_peer || find_merge(part, s) != kNoSlot;
+}
+
+void RuntimePacketManager::index_order(Partition& part, std::uint32_t slot) {
+  const Entry& e = part.slots[slot];
+  if (waits(e)) {
+    sorted_insert(part.held, order_key(e, slot));
+    sorted_insert(part.held_by_time, TimeKey{e.created_cycle, e.seq, slot});
+  } else {
+    sorted_insert(part.ready, order_key(e, slot));
+  }
+}
+
+void RuntimePacketManager::unindex_order(Partition& part, std::uint32_t slot) {
+  const Entry& e = part.slots[slot];
+  if (waits(e)) {
+    sorted_erase(part.held, order_key(e, slot));
+    sorted_erase(part.held_by_time, TimeKey{e.created_cycle, e.seq, slot});
+  } else {
+    sorted_erase(part.ready, order_key(e, slot));
+  }
 }
 
 void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
-  auto& part = parts_[partition_of(s.dst_gpu)];
+  Partition& part = parts_[partition_of(s.dst_gpu)];
   const ByteMask mask = mask_of(s);
   ++stats_.stores_accepted;
-  if (const std::size_t found = find_merge(part, s); found < part.size()) {
-    Entry& e = part[found];
+  if (const std::uint32_t found = find_merge(part, s); found != kNoSlot) {
+    Entry& e = part.slots[found];
+    const bool was_full = e.packet.mask.full();
+    if (!was_full) unindex_order(part, found);  // its key may change; a full entry's cannot
     e.packet.mask |= mask;
     e.packet.ready = std::max(e.packet.ready, s.ready);  // the packet is complete once its last store is in
     ++e.merged;
     e.tags.push_back(s.tag);
+    if (!was_full) index_order(part, found);
     ++stats_.stores_merged;
     return;
   }
   if (part.size() >= p_.entries_per_peer) {
     throw std::logic_error("RPM: partition for GPU " + std::to_string(s.dst_gpu) + " full (accept without can_accept)");
   }
-  Entry e;
+  std::uint32_t slot = 0;
+  if (part.free_slots.empty()) {
+    slot = static_cast<std::uint32_t>(part.slots.size());
+    part.slots.emplace_back();
+  } else {
+    slot = part.free_slots.back();
+    part.free_slots.pop_back();
+  }
+  Entry& e = part.slots[slot];
   e.packet = s;
   e.packet.mask = mask;
   e.line = line_of(s);
   e.created_cycle = clock_.cycle_at(now);
   e.seq = seq_++;
+  e.merged = 1;
+  e.tags.clear();
   e.tags.push_back(s.tag);
-  part.push_back(std::move(e));
+  part.fifo.emplace_back(e.seq, slot);  // seq grows: stays sorted
+  sorted_insert(part.by_time, TimeKey{e.created_cycle, e.seq, slot});
+  if (mergeable(s)) sorted_insert(part.merge, merge_key(s, e.line, slot));
+  index_order(part, slot);
+  ++occupancy_;
 }
 
-bool RuntimePacketManager::eligible(const Entry& e, const std::vector<Entry>& part, std::uint64_t cycle) const {
-  if (!p_.hold_partial || !mergeable(e.packet) || e.packet.mask.full()) return true;
-  return expired(e, cycle) || part.size() >= p_.entries_per_peer;
+std::uint32_t RuntimePacketManager::best_in(const Partition& part, std::uint64_t cycle) const {
+  if (part.size() == 0) return kNoSlot;
+  // Expired entries (always eligible) go first, oldest first: the entry created
+  // earliest tells whether any has expired.
+  if (cycle >= part.by_time.front().created_cycle + p_.timer_cycles) {
+    for (const auto& f : part.fifo) {
+      if (expired(part.slots[f.second], cycle)) return f.second;
+    }
+  }
+  // None expired: the ready ones, and while the partition is full the held ones too.
+  const bool full_part = part.size() >= p_.entries_per_peer;
+  const OrderKey* best = part.ready.empty() ? nullptr : &part.ready.front();
+  if (full_part && !part.held.empty() && (best == nullptr || part.held.front() < *best)) best = &part.held.front();
+  return best == nullptr ? kNoSlot : best->slot;
 }
 
 bool RuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) {
   const std::uint64_t cycle = clock_.cycle_at(now);
-  // true if a goes before b (both eligible, same partition)
-  auto before = [&](const Entry& a, const Entry& b) {
-    const bool ea = expired(a, cycle), eb = expired(b, cycle);
-    if (ea != eb) return ea;
-    if (ea) return a.seq < b.seq;
-    if (a.packet.priority != b.packet.priority) return a.packet.priority;
-    const bool fa = a.packet.mask.full(), fb = b.packet.mask.full();
-    if (fa != fb) return fa;
-    if (a.packet.row_id != b.packet.row_id) return a.packet.row_id < b.packet.row_id;
-    return a.seq < b.seq;
-  };
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     const std::size_t pi = (rr_ + k) % parts_.size();
+    Partition& part = parts_[pi];
+    if (part.size() == 0) continue;
     const auto peer = static_cast<std::size_t>(peers_[pi]);
     if (peer < congested.size() && congested[peer]) continue;
-    auto& part = parts_[pi];
-    std::size_t best = part.size();
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      if (!eligible(part[i], part, cycle)) continue;
-      if (best == part.size() || before(part[i], part[best])) best = i;
-    }
-    if (best == part.size()) continue;
+    const std::uint32_t best = best_in(part, cycle);
+    if (best == kNoSlot) continue;
 
-    Entry e = std::move(part[best]);
+    const bool pressure = part.size() >= p_.entries_per_peer;
+    unindex_order(part, best);
+    Entry e = std::move(part.slots[best]);
     const bool full = e.packet.mask.full();
     const bool was_expired = expired(e, cycle);
-    const bool pressure = part.size() >= p_.entries_per_peer;
-    part.erase(part.begin() + static_cast<std::ptrdiff_t>(best));
+    part.fifo.erase(std::lower_bound(part.fifo.begin(), part.fifo.end(), std::make_pair(e.seq, best)));
+    sorted_erase(part.by_time, TimeKey{e.created_cycle, e.seq, best});
+    if (mergeable(e.packet)) sorted_erase(part.merge, merge_key(e.packet, e.line, best));
+    part.free_slots.push_back(best);
+    --occupancy_;
     rr_ = (pi + 1) % parts_.size();
 
     // The packet starts at its first valid byte; the mask stays relative to the line.
@@ -165,21 +257,22 @@ Tick RuntimePacketManager::next_event(Tick now) const {
   if (!p_.hold_partial) return kNever;
   const std::uint64_t cycle = clock_.cycle_at(now);
   std::uint64_t soonest = ~0ULL;
-  for (const auto& part : parts_) {
-    for (const Entry& e : part) {
-      if (eligible(e, part, cycle)) continue;
-      const std::uint64_t c = e.created_cycle + p_.timer_cycles;
-      if (c < soonest) soonest = c;
+  for (const Partition& part : parts_) {
+    if (part.held_by_time.empty() || part.size() >= p_.entries_per_peer) continue;  // a full partition holds nothing back
+    // the earliest created held entry that has not expired (created_cycle + timer > cycle)
+    auto it = part.held_by_time.begin();
+    if (cycle >= p_.timer_cycles) {
+      it = std::upper_bound(part.held_by_time.begin(), part.held_by_time.end(),
+                            TimeKey{cycle - p_.timer_cycles, ~0ULL, 0});
     }
+    if (it == part.held_by_time.end()) continue;
+    const std::uint64_t c = it->created_cycle + p_.timer_cycles;
+    if (c < soonest) soonest = c;
   }
   return soonest == ~0ULL ? kNever : clock_.tick_of(soonest);
 }
 
-std::size_t RuntimePacketManager::occupancy() const {
-  std::size_t n = 0;
-  for (const auto& part : parts_) n += part.size();
-  return n;
-}
+std::size_t RuntimePacketManager::occupancy() const { return occupancy_; }
 
 std::size_t RuntimePacketManager::occupancy(std::int32_t peer) const { return parts_[partition_of(peer)].size(); }
 

@@ -105,19 +105,68 @@ class RuntimePacketManager : public EgressFunction {
     std::uint32_t merged = 1;
     std::vector<std::uint64_t> tags;
   };
+  /// Order of unexpired entries: priority before .nop, full before partial, smallest RowID, oldest.
+  struct OrderKey {
+    std::uint8_t nop = 0;
+    std::uint8_t partial = 0;
+    std::int64_t row_id = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const OrderKey& o) const;
+  };
+  /// Entries by creation cycle (ties: oldest first).
+  struct TimeKey {
+    std::uint64_t created_cycle = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const TimeKey& o) const;
+  };
+  /// What a store must match to merge into an entry (slot not compared).
+  struct MergeKey {
+    std::uint64_t line = 0;
+    std::int64_t row_id = 0;      ///< row stores only (0 for st)
+    std::uint32_t malloc_id = 0;  ///< row stores only (0 for st)
+    std::uint8_t op = 0;
+    std::uint8_t priority = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const MergeKey& o) const;
+  };
+  /// One peer's entries in slots, with sorted indexes over them kept up to
+  /// date by accept() and pick(), so that neither scans the partition.
+  struct Partition {
+    std::vector<Entry> slots;
+    std::vector<std::uint32_t> free_slots;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> fifo;  ///< (seq, slot), oldest first
+    std::vector<TimeKey> by_time;       ///< every entry
+    std::vector<OrderKey> ready;        ///< entries eligible at once (flags, full masks; all without hold_partial)
+    std::vector<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
+    std::vector<TimeKey> held_by_time;  ///< the held entries
+    std::vector<MergeKey> merge;        ///< mergeable entries
+    std::size_t size() const { return fifo.size(); }
+  };
   std::size_t partition_of(std::int32_t dst) const;
   static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
   static std::uint64_t line_of(const StoreRequest& s);
   static std::uint32_t offset_in_line(const StoreRequest& s);
   static ByteMask mask_of(const StoreRequest& s);
-  /// Index of the entry `s` merges into, or part.size().
-  std::size_t find_merge(const std::vector<Entry>& part, const StoreRequest& s) const;
+  static MergeKey merge_key(const StoreRequest& s, std::uint64_t line, std::uint32_t slot);
+  static OrderKey order_key(const Entry& e, std::uint32_t slot);
+  /// Slot of the entry `s` merges into, or kNoSlot.
+  std::uint32_t find_merge(const Partition& part, const StoreRequest& s) const;
   bool expired(const Entry& e, std::uint64_t cycle) const { return cycle >= e.created_cycle + p_.timer_cycles; }
-  bool eligible(const Entry& e, const std::vector<Entry>& part, std::uint64_t cycle) const;
+  /// A partial mergeable entry that waits for stores until its timer expires or its partition fills.
+  bool waits(const Entry& e) const { return p_.hold_partial && mergeable(e.packet) && !e.packet.mask.full(); }
+  /// Adds the entry in `slot` to (removes it from) the order indexes.
+  void index_order(Partition& part, std::uint32_t slot);
+  void unindex_order(Partition& part, std::uint32_t slot);
+  /// Slot of the entry the scheduler picks in `part`, or kNoSlot.
+  std::uint32_t best_in(const Partition& part, std::uint64_t cycle) const;
 
+  static constexpr std::uint32_t kNoSlot = ~0U;
   RpmParams p_;
   HubClock clock_;
-  std::vector<std::vector<Entry>> parts_;
+  std::vector<Partition> parts_;
+  std::size_t occupancy_ = 0;
   std::vector<std::int32_t> peers_;
   std::size_t rr_ = 0;
   std::uint64_t seq_ = 0;
