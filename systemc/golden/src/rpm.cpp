@@ -8,20 +8,68 @@ namespace moehub::golden {
 
 namespace {
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
-
-// Sorted vectors as small ordered sets: a partition holds at most
-// entries_per_peer entries, so a binary search and a short move beat nodes.
-template <class T>
-void sorted_insert(std::vector<T>& v, const T& x) {
-  v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-}
-template <class T>
-void sorted_erase(std::vector<T>& v, const T& x) {
-  const auto it = std::lower_bound(v.begin(), v.end(), x);
-  if (it == v.end() || x < *it) throw std::logic_error("RPM: index out of step with its entries");
-  v.erase(it);
-}
 }  // namespace
+
+namespace rpm_detail {
+
+template <class T>
+const T* SortedRun<T>::lower_bound(const T& x) const {
+  return std::lower_bound(begin(), end(), x);
+}
+
+template <class T>
+void SortedRun<T>::insert(const T& x) {
+  if (empty() || !(x < v_.back())) {  // past the last (the common case): append
+    if (head_ > 0 && head_ >= v_.size() - head_) {  // the free stretch outgrew the elements: close it
+      v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    v_.push_back(x);
+    return;
+  }
+  const auto pos = static_cast<std::size_t>(std::upper_bound(begin(), end(), x) - v_.data());
+  if (head_ > 0 && pos - head_ < v_.size() - pos) {  // move the shorter front part one step towards the free stretch
+    std::move(v_.begin() + static_cast<std::ptrdiff_t>(head_), v_.begin() + static_cast<std::ptrdiff_t>(pos),
+              v_.begin() + static_cast<std::ptrdiff_t>(head_ - 1));
+    --head_;
+    v_[pos - 1] = x;
+    return;
+  }
+  if (head_ > 0 && head_ >= v_.size() - head_) {  // the free stretch outgrew the elements: close it
+    v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+    v_.insert(v_.begin() + static_cast<std::ptrdiff_t>(pos - head_), x);
+    head_ = 0;
+    return;
+  }
+  v_.insert(v_.begin() + static_cast<std::ptrdiff_t>(pos), x);
+}
+
+template <class T>
+void SortedRun<T>::erase(const T& x) {
+  if (!empty() && !(front() < x) && !(x < front())) {  // the first (the common case): take it
+    if (++head_ == v_.size()) {
+      v_.clear();
+      head_ = 0;
+    }
+    return;
+  }
+  const T* it = lower_bound(x);
+  if (it == end() || x < *it) throw std::logic_error("RPM: index out of step with its entries");
+  const auto pos = static_cast<std::size_t>(it - v_.data());
+  if (pos - head_ < v_.size() - 1 - pos) {  // move the shorter front part one step back
+    std::move_backward(v_.begin() + static_cast<std::ptrdiff_t>(head_), v_.begin() + static_cast<std::ptrdiff_t>(pos),
+                       v_.begin() + static_cast<std::ptrdiff_t>(pos + 1));
+    ++head_;
+  } else {
+    v_.erase(v_.begin() + static_cast<std::ptrdiff_t>(pos));
+  }
+  if (head_ == v_.size()) {
+    v_.clear();
+    head_ = 0;
+  }
+}
+
+}  // namespace rpm_detail
 
 RuntimePacketManager::RuntimePacketManager(const RpmParams& p) : p_(p), clock_(p.clock_ghz) {
   if (p.num_gpus < 2) throw std::invalid_argument("RPM: num_gpus must be >= 2");
@@ -109,33 +157,33 @@ RuntimePacketManager::OrderKey RuntimePacketManager::order_key(const Entry& e, s
 std::uint32_t RuntimePacketManager::find_merge(const Partition& part, const StoreRequest& s) const {
   if (!mergeable(s)) return kNoSlot;
   const MergeKey k = merge_key(s, line_of(s), 0);
-  const auto it = std::lower_bound(part.merge.begin(), part.merge.end(), k);
+  const MergeKey* it = part.merge.lower_bound(k);
   if (it == part.merge.end() || k < *it) return kNoSlot;
   return it->slot;
 }
 
 bool RuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
   const Partition& part = parts_[partition_of(s.dst_gpu)];
-  return part.size() < p_.entries_per_peer || find_merge(part, s) != kNoSlot;
+  return part.size < p_.entries_per_peer || find_merge(part, s) != kNoSlot;
 }
 
 void RuntimePacketManager::index_order(Partition& part, std::uint32_t slot) {
   const Entry& e = part.slots[slot];
   if (waits(e)) {
-    sorted_insert(part.held, order_key(e, slot));
-    sorted_insert(part.held_by_time, TimeKey{e.created_cycle, e.seq, slot});
+    part.held.insert(order_key(e, slot));
+    part.held_by_time.insert(TimeKey{e.created_cycle, e.seq, slot});
   } else {
-    sorted_insert(part.ready, order_key(e, slot));
+    part.ready.insert(order_key(e, slot));
   }
 }
 
 void RuntimePacketManager::unindex_order(Partition& part, std::uint32_t slot) {
   const Entry& e = part.slots[slot];
   if (waits(e)) {
-    sorted_erase(part.held, order_key(e, slot));
-    sorted_erase(part.held_by_time, TimeKey{e.created_cycle, e.seq, slot});
+    part.held.erase(order_key(e, slot));
+    part.held_by_time.erase(TimeKey{e.created_cycle, e.seq, slot});
   } else {
-    sorted_erase(part.ready, order_key(e, slot));
+    part.ready.erase(order_key(e, slot));
   }
 }
 
@@ -155,7 +203,7 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     ++stats_.stores_merged;
     return;
   }
-  if (part.size() >= p_.entries_per_peer) {
+  if (part.size >= p_.entries_per_peer) {
     throw std::logic_error("RPM: partition for GPU " + std::to_string(s.dst_gpu) + " full (accept without can_accept)");
   }
   std::uint32_t slot = 0;
@@ -175,24 +223,27 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   e.merged = 1;
   e.tags.clear();
   e.tags.push_back(s.tag);
-  part.fifo.emplace_back(e.seq, slot);  // seq grows: stays sorted
-  sorted_insert(part.by_time, TimeKey{e.created_cycle, e.seq, slot});
-  if (mergeable(s)) sorted_insert(part.merge, merge_key(s, e.line, slot));
+  part.fifo.insert({e.seq, slot});
+  part.by_time.insert(TimeKey{e.created_cycle, e.seq, slot});
+  if (mergeable(s)) part.merge.insert(merge_key(s, e.line, slot));
   index_order(part, slot);
+  ++part.size;
   ++occupancy_;
 }
 
 std::uint32_t RuntimePacketManager::best_in(const Partition& part, std::uint64_t cycle) const {
-  if (part.size() == 0) return kNoSlot;
-  // Expired entries (always eligible) go first, oldest first: the entry created
-  // earliest tells whether any has expired.
+  if (part.size == 0) return kNoSlot;
+  // Expired entries (always eligible) go first, oldest first. The entry created
+  // first tells whether any has expired; creation cycles grow with age but for
+  // stores accepted out of time order, so the oldest expired entry is nearly
+  // always the oldest entry.
   if (cycle >= part.by_time.front().created_cycle + p_.timer_cycles) {
     for (const auto& f : part.fifo) {
       if (expired(part.slots[f.second], cycle)) return f.second;
     }
   }
   // None expired: the ready ones, and while the partition is full the held ones too.
-  const bool full_part = part.size() >= p_.entries_per_peer;
+  const bool full_part = part.size >= p_.entries_per_peer;
   const OrderKey* best = part.ready.empty() ? nullptr : &part.ready.front();
   if (full_part && !part.held.empty() && (best == nullptr || part.held.front() < *best)) best = &part.held.front();
   return best == nullptr ? kNoSlot : best->slot;
@@ -203,21 +254,22 @@ bool RuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& conge
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     const std::size_t pi = (rr_ + k) % parts_.size();
     Partition& part = parts_[pi];
-    if (part.size() == 0) continue;
+    if (part.size == 0) continue;
     const auto peer = static_cast<std::size_t>(peers_[pi]);
     if (peer < congested.size() && congested[peer]) continue;
     const std::uint32_t best = best_in(part, cycle);
     if (best == kNoSlot) continue;
 
-    const bool pressure = part.size() >= p_.entries_per_peer;
+    const bool pressure = part.size >= p_.entries_per_peer;
     unindex_order(part, best);
     Entry e = std::move(part.slots[best]);
     const bool full = e.packet.mask.full();
     const bool was_expired = expired(e, cycle);
-    part.fifo.erase(std::lower_bound(part.fifo.begin(), part.fifo.end(), std::make_pair(e.seq, best)));
-    sorted_erase(part.by_time, TimeKey{e.created_cycle, e.seq, best});
-    if (mergeable(e.packet)) sorted_erase(part.merge, merge_key(e.packet, e.line, best));
+    part.fifo.erase({e.seq, best});
+    part.by_time.erase(TimeKey{e.created_cycle, e.seq, best});
+    if (mergeable(e.packet)) part.merge.erase(merge_key(e.packet, e.line, best));
     part.free_slots.push_back(best);
+    --part.size;
     --occupancy_;
     rr_ = (pi + 1) % parts_.size();
 
@@ -258,12 +310,11 @@ Tick RuntimePacketManager::next_event(Tick now) const {
   const std::uint64_t cycle = clock_.cycle_at(now);
   std::uint64_t soonest = ~0ULL;
   for (const Partition& part : parts_) {
-    if (part.held_by_time.empty() || part.size() >= p_.entries_per_peer) continue;  // a full partition holds nothing back
+    if (part.held_by_time.empty() || part.size >= p_.entries_per_peer) continue;  // a full partition holds nothing back
     // the earliest created held entry that has not expired (created_cycle + timer > cycle)
     auto it = part.held_by_time.begin();
     if (cycle >= p_.timer_cycles) {
-      it = std::upper_bound(part.held_by_time.begin(), part.held_by_time.end(),
-                            TimeKey{cycle - p_.timer_cycles, ~0ULL, 0});
+      it = std::upper_bound(part.held_by_time.begin(), part.held_by_time.end(), TimeKey{cycle - p_.timer_cycles, ~0ULL, 0});
     }
     if (it == part.held_by_time.end()) continue;
     const std::uint64_t c = it->created_cycle + p_.timer_cycles;
@@ -274,6 +325,6 @@ Tick RuntimePacketManager::next_event(Tick now) const {
 
 std::size_t RuntimePacketManager::occupancy() const { return occupancy_; }
 
-std::size_t RuntimePacketManager::occupancy(std::int32_t peer) const { return parts_[partition_of(peer)].size(); }
+std::size_t RuntimePacketManager::occupancy(std::int32_t peer) const { return parts_[partition_of(peer)].size; }
 
 }  // namespace moehub::golden

@@ -44,12 +44,36 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "golden/hub_clock.hpp"
 #include "golden/hub_functions.hpp"
 
 namespace moehub::golden {
+
+namespace rpm_detail {
+/// A small ordered set in one vector with a free stretch before its first
+/// element: an insert or erase moves the shorter side, so taking the first
+/// element (a pick) or adding past the last (a new store) moves nothing.
+template <class T>
+class SortedRun {
+ public:
+  const T* begin() const { return v_.data() + head_; }
+  const T* end() const { return v_.data() + v_.size(); }
+  bool empty() const { return head_ == v_.size(); }
+  const T& front() const { return v_[head_]; }
+  /// Position of the first element not less than x.
+  const T* lower_bound(const T& x) const;
+  void insert(const T& x);
+  /// Throws std::logic_error if no element equals x.
+  void erase(const T& x);
+
+ private:
+  std::vector<T> v_;
+  std::size_t head_ = 0;  ///< v_[0, head_) is free
+};
+}  // namespace rpm_detail
 
 struct RpmParams {
   std::int32_t gpu = 0;
@@ -136,13 +160,13 @@ class RuntimePacketManager : public EgressFunction {
   struct Partition {
     std::vector<Entry> slots;
     std::vector<std::uint32_t> free_slots;
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> fifo;  ///< (seq, slot), oldest first
-    std::vector<TimeKey> by_time;       ///< every entry
-    std::vector<OrderKey> ready;        ///< entries eligible at once (flags, full masks; all without hold_partial)
-    std::vector<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
-    std::vector<TimeKey> held_by_time;  ///< the held entries
-    std::vector<MergeKey> merge;        ///< mergeable entries
-    std::size_t size() const { return fifo.size(); }
+    std::size_t size = 0;                       ///< entries held
+    rpm_detail::SortedRun<std::pair<std::uint64_t, std::uint32_t>> fifo;  ///< (seq, slot) of every entry
+    rpm_detail::SortedRun<TimeKey> by_time;       ///< every entry
+    rpm_detail::SortedRun<OrderKey> ready;        ///< eligible at once (flags, full masks; all without hold_partial)
+    rpm_detail::SortedRun<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
+    rpm_detail::SortedRun<TimeKey> held_by_time;  ///< the held entries
+    rpm_detail::SortedRun<MergeKey> merge;        ///< mergeable entries
   };
   std::size_t partition_of(std::int32_t dst) const;
   static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
