@@ -82,6 +82,9 @@ RuntimePacketManager::RuntimePacketManager(const RpmParams& p) : p_(p), clock_(p
     if (g != p.gpu) peers_.push_back(g);
   }
   parts_.resize(peers_.size());
+  std::size_t cells = 8;
+  while (cells < 2 * std::size_t{p.entries_per_peer}) cells *= 2;
+  for (Partition& part : parts_) part.merge_cells.assign(cells, kNoSlot);
 }
 
 std::size_t RuntimePacketManager::partition_of(std::int32_t dst) const {
@@ -122,16 +125,18 @@ bool RuntimePacketManager::TimeKey::operator<(const TimeKey& o) const {
   return seq < o.seq;
 }
 
-bool RuntimePacketManager::MergeKey::operator<(const MergeKey& o) const {
-  if (line != o.line) return line < o.line;
-  if (row_id != o.row_id) return row_id < o.row_id;
-  if (malloc_id != o.malloc_id) return malloc_id < o.malloc_id;
-  if (op != o.op) return op < o.op;
-  return priority < o.priority;
+bool RuntimePacketManager::MergeKey::operator==(const MergeKey& o) const {
+  return line == o.line && row_id == o.row_id && malloc_id == o.malloc_id && op == o.op && priority == o.priority;
 }
 
-RuntimePacketManager::MergeKey RuntimePacketManager::merge_key(const StoreRequest& s, std::uint64_t line,
-                                                               std::uint32_t slot) {
+std::size_t RuntimePacketManager::MergeKey::hash() const {
+  std::uint64_t h = line * 0x9E3779B97F4A7C15ULL;
+  h ^= (static_cast<std::uint64_t>(row_id) + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+  h ^= (std::uint64_t{malloc_id} << 16 | std::uint64_t{op} << 8 | priority) * 0x165667B19E3779F9ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+RuntimePacketManager::MergeKey RuntimePacketManager::merge_key(const StoreRequest& s, std::uint64_t line) {
   MergeKey k;
   k.line = line;
   if (is_row_store(s.op)) {
@@ -140,7 +145,6 @@ RuntimePacketManager::MergeKey RuntimePacketManager::merge_key(const StoreReques
   }
   k.op = static_cast<std::uint8_t>(s.op);
   k.priority = s.priority ? 1 : 0;
-  k.slot = slot;
   return k;
 }
 
@@ -156,10 +160,41 @@ RuntimePacketManager::OrderKey RuntimePacketManager::order_key(const Entry& e, s
 
 std::uint32_t RuntimePacketManager::find_merge(const Partition& part, const StoreRequest& s) const {
   if (!mergeable(s)) return kNoSlot;
-  const MergeKey k = merge_key(s, line_of(s), 0);
-  const MergeKey* it = part.merge.lower_bound(k);
-  if (it == part.merge.end() || k < *it) return kNoSlot;
-  return it->slot;
+  const MergeKey k = merge_key(s, line_of(s));
+  const std::size_t mask = part.merge_cells.size() - 1;
+  for (std::size_t i = k.hash() & mask;; i = (i + 1) & mask) {
+    const std::uint32_t c = part.merge_cells[i];
+    if (c == kNoSlot) return kNoSlot;
+    if (merge_key(part.slots[c]) == k) return c;
+  }
+}
+
+void RuntimePacketManager::merge_insert(Partition& part, std::uint32_t slot) {
+  const std::size_t mask = part.merge_cells.size() - 1;
+  std::size_t i = merge_key(part.slots[slot]).hash() & mask;
+  while (part.merge_cells[i] != kNoSlot) i = (i + 1) & mask;
+  part.merge_cells[i] = slot;
+}
+
+void RuntimePacketManager::merge_erase(Partition& part, std::uint32_t slot) {
+  const std::size_t mask = part.merge_cells.size() - 1;
+  std::size_t i = merge_key(part.slots[slot]).hash() & mask;
+  while (part.merge_cells[i] != slot) {
+    if (part.merge_cells[i] == kNoSlot) throw std::logic_error("RPM: merge index out of step with its entries");
+    i = (i + 1) & mask;
+  }
+  // backward-shift deletion: pull later cells of the run into the hole when
+  // their home cell does not lie after the hole
+  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    const std::uint32_t c = part.merge_cells[j];
+    if (c == kNoSlot) break;
+    const std::size_t home = merge_key(part.slots[c]).hash() & mask;
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      part.merge_cells[i] = c;
+      i = j;
+    }
+  }
+  part.merge_cells[i] = kNoSlot;
 }
 
 bool RuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
@@ -225,7 +260,7 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   e.tags.push_back(s.tag);
   part.fifo.insert({e.seq, slot});
   part.by_time.insert(TimeKey{e.created_cycle, e.seq, slot});
-  if (mergeable(s)) part.merge.insert(merge_key(s, e.line, slot));
+  if (mergeable(s)) merge_insert(part, slot);
   index_order(part, slot);
   ++part.size;
   ++occupancy_;
@@ -262,35 +297,35 @@ bool RuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& conge
 
     const bool pressure = part.size >= p_.entries_per_peer;
     unindex_order(part, best);
-    Entry e = std::move(part.slots[best]);
+    if (mergeable(part.slots[best].packet)) merge_erase(part, best);
+    const Entry& e = part.slots[best];
     const bool full = e.packet.mask.full();
     const bool was_expired = expired(e, cycle);
     part.fifo.erase({e.seq, best});
     part.by_time.erase(TimeKey{e.created_cycle, e.seq, best});
-    if (mergeable(e.packet)) part.merge.erase(merge_key(e.packet, e.line, best));
     part.free_slots.push_back(best);
     --part.size;
     --occupancy_;
     rr_ = (pi + 1) % parts_.size();
 
     // The packet starts at its first valid byte; the mask stays relative to the line.
+    out.store = e.packet;
     std::uint32_t first = 0;
     while (!((e.packet.mask.bits[first / 64] >> (first % 64)) & 1ULL)) ++first;
     if (is_row_store(e.packet.op)) {
-      e.packet.row_offset = static_cast<std::uint32_t>(e.line * kLineBytes) + first;
+      out.store.row_offset = static_cast<std::uint32_t>(e.line * kLineBytes) + first;
     } else {
-      e.packet.address = e.line * kLineBytes + first;
+      out.store.address = e.line * kLineBytes + first;
     }
-    e.packet.bytes = e.packet.mask.count();
-    out.store = e.packet;
+    out.store.bytes = e.packet.mask.count();
     out.merged = e.merged;
     out.cycles = p_.pick_cycles;
-    last_tags_ = std::move(e.tags);
+    last_tags_.swap(part.slots[best].tags);  // the slot keeps the old buffer for its next entry
 
     ++stats_.packets_sent;
     stats_.stores_sent += e.merged;
-    stats_.bytes_sent += e.packet.bytes;
-    stats_.packet_flits[(e.packet.bytes + 15) / 16] += 1;
+    stats_.bytes_sent += out.store.bytes;
+    stats_.packet_flits[(out.store.bytes + 15) / 16] += 1;
     if (full) {
       ++stats_.full_packets;
     } else if (p_.hold_partial && mergeable(e.packet)) {

@@ -145,15 +145,15 @@ class RuntimePacketManager : public EgressFunction {
     std::uint32_t slot = 0;
     bool operator<(const TimeKey& o) const;
   };
-  /// What a store must match to merge into an entry (slot not compared).
+  /// What a store must match to merge into an entry.
   struct MergeKey {
     std::uint64_t line = 0;
     std::int64_t row_id = 0;      ///< row stores only (0 for st)
     std::uint32_t malloc_id = 0;  ///< row stores only (0 for st)
     std::uint8_t op = 0;
     std::uint8_t priority = 0;
-    std::uint32_t slot = 0;
-    bool operator<(const MergeKey& o) const;
+    bool operator==(const MergeKey& o) const;
+    std::size_t hash() const;
   };
   /// One peer's entries in slots, with sorted indexes over them kept up to
   /// date by accept() and pick(), so that neither scans the partition.
@@ -166,14 +166,19 @@ class RuntimePacketManager : public EgressFunction {
     rpm_detail::SortedRun<OrderKey> ready;        ///< eligible at once (flags, full masks; all without hold_partial)
     rpm_detail::SortedRun<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
     rpm_detail::SortedRun<TimeKey> held_by_time;  ///< the held entries
-    rpm_detail::SortedRun<MergeKey> merge;        ///< mergeable entries
+    /// Mergeable entries by merge key: open addressing with linear probing
+    /// over at least twice entries_per_peer cells (slot or kNoSlot).
+    std::vector<std::uint32_t> merge_cells;
   };
   std::size_t partition_of(std::int32_t dst) const;
   static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
   static std::uint64_t line_of(const StoreRequest& s);
   static std::uint32_t offset_in_line(const StoreRequest& s);
   static ByteMask mask_of(const StoreRequest& s);
-  static MergeKey merge_key(const StoreRequest& s, std::uint64_t line, std::uint32_t slot);
+  static MergeKey merge_key(const StoreRequest& s, std::uint64_t line);
+  static MergeKey merge_key(const Entry& e) { return merge_key(e.packet, e.line); }
+  void merge_insert(Partition& part, std::uint32_t slot);
+  void merge_erase(Partition& part, std::uint32_t slot);
   static OrderKey order_key(const Entry& e, std::uint32_t slot);
   /// Slot of the entry `s` merges into, or kNoSlot.
   std::uint32_t find_merge(const Partition& part, const StoreRequest& s) const;
