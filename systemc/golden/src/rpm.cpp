@@ -84,7 +84,7 @@ RuntimePacketManager::RuntimePacketManager(const RpmParams& p) : p_(p), clock_(p
   parts_.resize(peers_.size());
   std::size_t cells = 8;
   while (cells < 2 * std::size_t{p.entries_per_peer}) cells *= 2;
-  for (Partition& part : parts_) part.merge_cells.assign(cells, kNoSlot);
+  for (Partition& part : parts_) part.merge_cells.assign(cells, MergeCell{});
 }
 
 std::size_t RuntimePacketManager::partition_of(std::int32_t dst) const {
@@ -162,39 +162,41 @@ std::uint32_t RuntimePacketManager::find_merge(const Partition& part, const Stor
   if (!mergeable(s)) return kNoSlot;
   const MergeKey k = merge_key(s, line_of(s));
   const std::size_t mask = part.merge_cells.size() - 1;
-  for (std::size_t i = k.hash() & mask;; i = (i + 1) & mask) {
-    const std::uint32_t c = part.merge_cells[i];
-    if (c == kNoSlot) return kNoSlot;
-    if (merge_key(part.slots[c]) == k) return c;
+  const auto h = static_cast<std::uint32_t>(k.hash());
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const MergeCell& c = part.merge_cells[i];
+    if (c.slot == kNoSlot) return kNoSlot;
+    if (c.hash == h && merge_key(part.slots[c.slot]) == k) return c.slot;
   }
 }
 
 void RuntimePacketManager::merge_insert(Partition& part, std::uint32_t slot) {
   const std::size_t mask = part.merge_cells.size() - 1;
-  std::size_t i = merge_key(part.slots[slot]).hash() & mask;
-  while (part.merge_cells[i] != kNoSlot) i = (i + 1) & mask;
-  part.merge_cells[i] = slot;
+  const auto h = static_cast<std::uint32_t>(merge_key(part.slots[slot]).hash());
+  std::size_t i = h & mask;
+  while (part.merge_cells[i].slot != kNoSlot) i = (i + 1) & mask;
+  part.merge_cells[i] = MergeCell{slot, h};
 }
 
 void RuntimePacketManager::merge_erase(Partition& part, std::uint32_t slot) {
   const std::size_t mask = part.merge_cells.size() - 1;
   std::size_t i = merge_key(part.slots[slot]).hash() & mask;
-  while (part.merge_cells[i] != slot) {
-    if (part.merge_cells[i] == kNoSlot) throw std::logic_error("RPM: merge index out of step with its entries");
+  while (part.merge_cells[i].slot != slot) {
+    if (part.merge_cells[i].slot == kNoSlot) throw std::logic_error("RPM: merge index out of step with its entries");
     i = (i + 1) & mask;
   }
   // backward-shift deletion: pull later cells of the run into the hole when
   // their home cell does not lie after the hole
   for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-    const std::uint32_t c = part.merge_cells[j];
-    if (c == kNoSlot) break;
-    const std::size_t home = merge_key(part.slots[c]).hash() & mask;
+    const MergeCell c = part.merge_cells[j];
+    if (c.slot == kNoSlot) break;
+    const std::size_t home = c.hash & mask;
     if (((j - home) & mask) >= ((j - i) & mask)) {
       part.merge_cells[i] = c;
       i = j;
     }
   }
-  part.merge_cells[i] = kNoSlot;
+  part.merge_cells[i] = MergeCell{};
 }
 
 bool RuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
@@ -258,7 +260,7 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   e.merged = 1;
   e.tags.clear();
   e.tags.push_back(s.tag);
-  part.fifo.insert({e.seq, slot});
+  part.fifo.insert(AgeKey{e.seq, e.created_cycle, slot});
   part.by_time.insert(TimeKey{e.created_cycle, e.seq, slot});
   if (mergeable(s)) merge_insert(part, slot);
   index_order(part, slot);
@@ -273,8 +275,8 @@ std::uint32_t RuntimePacketManager::best_in(const Partition& part, std::uint64_t
   // stores accepted out of time order, so the oldest expired entry is nearly
   // always the oldest entry.
   if (cycle >= part.by_time.front().created_cycle + p_.timer_cycles) {
-    for (const auto& f : part.fifo) {
-      if (expired(part.slots[f.second], cycle)) return f.second;
+    for (const AgeKey& a : part.fifo) {
+      if (cycle >= a.created_cycle + p_.timer_cycles) return a.slot;
     }
   }
   // None expired: the ready ones, and while the partition is full the held ones too.
@@ -301,7 +303,7 @@ bool RuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& conge
     const Entry& e = part.slots[best];
     const bool full = e.packet.mask.full();
     const bool was_expired = expired(e, cycle);
-    part.fifo.erase({e.seq, best});
+    part.fifo.erase(AgeKey{e.seq, e.created_cycle, best});
     part.by_time.erase(TimeKey{e.created_cycle, e.seq, best});
     part.free_slots.push_back(best);
     --part.size;

@@ -44,7 +44,6 @@
 
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "golden/hub_clock.hpp"
@@ -145,6 +144,18 @@ class RuntimePacketManager : public EgressFunction {
     std::uint32_t slot = 0;
     bool operator<(const TimeKey& o) const;
   };
+  /// Entries by age (seq), with their creation cycle at hand.
+  struct AgeKey {
+    std::uint64_t seq = 0;
+    std::uint64_t created_cycle = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const AgeKey& o) const { return seq < o.seq; }
+  };
+  /// A cell of the merge index: an entry's slot and its key's hash (kNoSlot: empty).
+  struct MergeCell {
+    std::uint32_t slot = ~0U;
+    std::uint32_t hash = 0;
+  };
   /// What a store must match to merge into an entry.
   struct MergeKey {
     std::uint64_t line = 0;
@@ -161,14 +172,14 @@ class RuntimePacketManager : public EgressFunction {
     std::vector<Entry> slots;
     std::vector<std::uint32_t> free_slots;
     std::size_t size = 0;                       ///< entries held
-    rpm_detail::SortedRun<std::pair<std::uint64_t, std::uint32_t>> fifo;  ///< (seq, slot) of every entry
+    rpm_detail::SortedRun<AgeKey> fifo;           ///< every entry
     rpm_detail::SortedRun<TimeKey> by_time;       ///< every entry
     rpm_detail::SortedRun<OrderKey> ready;        ///< eligible at once (flags, full masks; all without hold_partial)
     rpm_detail::SortedRun<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
     rpm_detail::SortedRun<TimeKey> held_by_time;  ///< the held entries
     /// Mergeable entries by merge key: open addressing with linear probing
-    /// over at least twice entries_per_peer cells (slot or kNoSlot).
-    std::vector<std::uint32_t> merge_cells;
+    /// over at least twice entries_per_peer cells.
+    std::vector<MergeCell> merge_cells;
   };
   std::size_t partition_of(std::int32_t dst) const;
   static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
