@@ -37,6 +37,13 @@
 // timer_cycles = 0 makes every entry expired at once: the order degenerates
 // to oldest first.
 //
+// Implementation: no call scans a partition. Each keeps its entries in slots
+// and indexes over them, updated by accept() and pick(): the merge key in a
+// hash table (find_merge), the scheduler's order of the entries eligible at
+// once and of the held ones (the best is the first), age and creation cycle
+// (the oldest expired entry, next_event). The picks equal those of the
+// linear scan the rules describe (tests/golden/test_rpm_reference.cpp).
+//
 // The RPM does not order a flag after earlier data to the same peer: a
 // schedule that needs it fences (waits for the acknowledgements) first, as
 // GPUs do with membar.sys.
