@@ -37,6 +37,13 @@
 // timer_cycles = 0 makes every entry expired at once: the order degenerates
 // to oldest first.
 //
+// Implementation: no call scans a partition. Each keeps its entries in slots
+// and indexes over them, updated by accept() and pick(): the merge key in a
+// hash table (find_merge), the scheduler's order of the entries eligible at
+// once and of the held ones (the best is the first), age and creation cycle
+// (the oldest expired entry, next_event). The picks equal those of the
+// linear scan the rules describe (tests/golden/test_rpm_reference.cpp).
+//
 // The RPM does not order a flag after earlier data to the same peer: a
 // schedule that needs it fences (waits for the acknowledgements) first, as
 // GPUs do with membar.sys.
@@ -50,6 +57,29 @@
 #include "golden/hub_functions.hpp"
 
 namespace moehub::golden {
+
+namespace rpm_detail {
+/// A small ordered set in one vector with a free stretch before its first
+/// element: an insert or erase moves the shorter side, so taking the first
+/// element (a pick) or adding past the last (a new store) moves nothing.
+template <class T>
+class SortedRun {
+ public:
+  const T* begin() const { return v_.data() + head_; }
+  const T* end() const { return v_.data() + v_.size(); }
+  bool empty() const { return head_ == v_.size(); }
+  const T& front() const { return v_[head_]; }
+  /// Position of the first element not less than x.
+  const T* lower_bound(const T& x) const;
+  void insert(const T& x);
+  /// Throws std::logic_error if no element equals x.
+  void erase(const T& x);
+
+ private:
+  std::vector<T> v_;
+  std::size_t head_ = 0;  ///< v_[0, head_) is free
+};
+}  // namespace rpm_detail
 
 struct RpmParams {
   std::int32_t gpu = 0;
@@ -105,19 +135,85 @@ class RuntimePacketManager : public EgressFunction {
     std::uint32_t merged = 1;
     std::vector<std::uint64_t> tags;
   };
+  /// Order of unexpired entries: priority before .nop, full before partial, smallest RowID, oldest.
+  struct OrderKey {
+    std::uint8_t nop = 0;
+    std::uint8_t partial = 0;
+    std::int64_t row_id = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const OrderKey& o) const;
+  };
+  /// Entries by creation cycle (ties: oldest first).
+  struct TimeKey {
+    std::uint64_t created_cycle = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const TimeKey& o) const;
+  };
+  /// Entries by age (seq), with their creation cycle at hand.
+  struct AgeKey {
+    std::uint64_t seq = 0;
+    std::uint64_t created_cycle = 0;
+    std::uint32_t slot = 0;
+    bool operator<(const AgeKey& o) const { return seq < o.seq; }
+  };
+  /// A cell of the merge index: an entry's slot and its key's hash (kNoSlot: empty).
+  struct MergeCell {
+    std::uint32_t slot = ~0U;
+    std::uint32_t hash = 0;
+  };
+  /// What a store must match to merge into an entry.
+  struct MergeKey {
+    std::uint64_t line = 0;
+    std::int64_t row_id = 0;      ///< row stores only (0 for st)
+    std::uint32_t malloc_id = 0;  ///< row stores only (0 for st)
+    std::uint8_t op = 0;
+    std::uint8_t priority = 0;
+    bool operator==(const MergeKey& o) const;
+    std::size_t hash() const;
+  };
+  /// One peer's entries in slots, with sorted indexes over them kept up to
+  /// date by accept() and pick(), so that neither scans the partition.
+  struct Partition {
+    std::vector<Entry> slots;
+    std::vector<std::uint32_t> free_slots;
+    std::size_t size = 0;                       ///< entries held
+    rpm_detail::SortedRun<AgeKey> fifo;           ///< every entry
+    rpm_detail::SortedRun<TimeKey> by_time;       ///< every entry
+    rpm_detail::SortedRun<OrderKey> ready;        ///< eligible at once (flags, full masks; all without hold_partial)
+    rpm_detail::SortedRun<OrderKey> held;         ///< partial mergeable entries that wait (hold_partial)
+    rpm_detail::SortedRun<TimeKey> held_by_time;  ///< the held entries
+    /// Mergeable entries by merge key: open addressing with linear probing
+    /// over at least twice entries_per_peer cells.
+    std::vector<MergeCell> merge_cells;
+  };
   std::size_t partition_of(std::int32_t dst) const;
   static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
   static std::uint64_t line_of(const StoreRequest& s);
   static std::uint32_t offset_in_line(const StoreRequest& s);
   static ByteMask mask_of(const StoreRequest& s);
-  /// Index of the entry `s` merges into, or part.size().
-  std::size_t find_merge(const std::vector<Entry>& part, const StoreRequest& s) const;
+  static MergeKey merge_key(const StoreRequest& s, std::uint64_t line);
+  static MergeKey merge_key(const Entry& e) { return merge_key(e.packet, e.line); }
+  void merge_insert(Partition& part, std::uint32_t slot);
+  void merge_erase(Partition& part, std::uint32_t slot);
+  static OrderKey order_key(const Entry& e, std::uint32_t slot);
+  /// Slot of the entry `s` merges into, or kNoSlot.
+  std::uint32_t find_merge(const Partition& part, const StoreRequest& s) const;
   bool expired(const Entry& e, std::uint64_t cycle) const { return cycle >= e.created_cycle + p_.timer_cycles; }
-  bool eligible(const Entry& e, const std::vector<Entry>& part, std::uint64_t cycle) const;
+  /// A partial mergeable entry that waits for stores until its timer expires or its partition fills.
+  bool waits(const Entry& e) const { return p_.hold_partial && mergeable(e.packet) && !e.packet.mask.full(); }
+  /// Adds the entry in `slot` to (removes it from) the order indexes.
+  void index_order(Partition& part, std::uint32_t slot);
+  void unindex_order(Partition& part, std::uint32_t slot);
+  /// Slot of the entry the scheduler picks in `part`, or kNoSlot.
+  std::uint32_t best_in(const Partition& part, std::uint64_t cycle) const;
 
+  static constexpr std::uint32_t kNoSlot = ~0U;
   RpmParams p_;
   HubClock clock_;
-  std::vector<std::vector<Entry>> parts_;
+  std::vector<Partition> parts_;
+  std::size_t occupancy_ = 0;
   std::vector<std::int32_t> peers_;
   std::size_t rr_ = 0;
   std::uint64_t seq_ = 0;
