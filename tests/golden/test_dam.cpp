@@ -160,6 +160,28 @@ TEST(Dam, MasksCountOnlyTheirBytesAndPlainStoresSplitAcrossGroups) {
   EXPECT_TRUE(ready.empty());
 }
 
+TEST(Dam, MaskRunsAcrossTheWordBoundaryAndSparseMasksCountEveryByte) {
+  DataAvailabilityManager dam;
+  std::vector<ReadySignal> ready;
+  dam.add_kernel(kernel(6, 1, 2), ready);  // group g = [base + g*256, +256)
+  StoreRequest a = done(0, 0);
+  a.mask = ByteMask::range(60, 10);  // bytes 60..69: one run over both mask words
+  dam.on_write_complete(a, 0, ready);
+  EXPECT_EQ(dam.group_bytes(6, 0), 10u);
+  StoreRequest b = done(0, 128);
+  b.mask = ByteMask{};
+  for (std::uint32_t i = 1; i < kLineBytes; i += 2) b.mask |= ByteMask::range(i, 1);  // 64 runs of one byte
+  dam.on_write_complete(b, 0, ready);
+  EXPECT_EQ(dam.group_bytes(6, 0), 74u);
+  StoreRequest c = done(1, 0);
+  c.mask = ByteMask::range(127, 1);  // the line's last byte alone
+  c.mask |= ByteMask::range(0, 1);
+  dam.on_write_complete(c, 0, ready);
+  EXPECT_EQ(dam.group_bytes(6, 1), 2u);
+  EXPECT_EQ(dam.received_bytes(6), 76u);
+  EXPECT_TRUE(ready.empty());
+}
+
 TEST(Dam, OverlappingKernelsBothCount) {
   DataAvailabilityManager dam;
   std::vector<ReadySignal> ready;

@@ -1,6 +1,7 @@
 #include "golden/dam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -10,29 +11,49 @@ namespace {
 
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
 
-bool bit(const ByteMask& m, std::uint32_t i) { return (m.bits[i / 64] >> (i % 64)) & 1ULL; }
+/// A run of bytes a completed write wrote.
+struct Run {
+  std::uint64_t start;
+  std::uint64_t len;
+};
+/// At most 64 runs fit in a 128-byte mask (every other byte).
+using Runs = std::array<Run, kLineBytes / 2>;
 
-/// Calls fn(start, len) for each run of bytes the completed write `w` wrote.
-template <typename Fn>
-void for_each_run(const StoreRequest& w, Fn fn) {
+/// First index >= i whose mask bit equals `set`, or kLineBytes.
+std::uint32_t next_bit(const ByteMask& m, std::uint32_t i, bool set) {
+  while (i < kLineBytes) {
+    std::uint64_t word = m.bits[i / 64];
+    if (!set) word = ~word;
+    word >>= i % 64;
+    if (word != 0) return i + static_cast<std::uint32_t>(__builtin_ctzll(word));
+    i = (i / 64 + 1) * 64;
+  }
+  return kLineBytes;
+}
+
+/// The runs of bytes the completed write `w` wrote, in address order; returns
+/// their number. [lo, hi) receives the span they cover (lo == hi: none).
+std::size_t runs_of(const StoreRequest& w, Runs& out, std::uint64_t& lo, std::uint64_t& hi) {
+  std::size_t n = 0;
   if (w.mask.empty()) {
-    if (w.bytes > 0) fn(w.address, std::uint64_t{w.bytes});
-    return;
+    lo = hi = w.address;
+    if (w.bytes > 0) {
+      out[n++] = Run{w.address, std::uint64_t{w.bytes}};
+      hi = w.address + w.bytes;
+    }
+    return n;
   }
   const std::uint32_t off =
       is_row_store(w.op) ? w.row_offset % kLineBytes : static_cast<std::uint32_t>(w.address % kLineBytes);
   const std::uint64_t window = w.address - off;
-  std::uint32_t i = 0;
-  while (i < kLineBytes) {
-    if (!bit(w.mask, i)) {
-      ++i;
-      continue;
-    }
-    std::uint32_t j = i;
-    while (j < kLineBytes && bit(w.mask, j)) ++j;
-    fn(window + i, std::uint64_t{j - i});
-    i = j;
+  for (std::uint32_t i = next_bit(w.mask, 0, true); i < kLineBytes;) {
+    const std::uint32_t j = next_bit(w.mask, i, false);
+    out[n++] = Run{window + i, std::uint64_t{j - i}};
+    i = next_bit(w.mask, j, true);
   }
+  lo = n ? out[0].start : window;
+  hi = n ? out[n - 1].start + out[n - 1].len : window;
+  return n;
 }
 
 }  // namespace
@@ -162,9 +183,13 @@ void DataAvailabilityManager::resolve(Kernel& k, std::uint32_t g_lo, std::uint32
 void DataAvailabilityManager::on_write_complete(const StoreRequest& w, Tick, std::vector<ReadySignal>& ready) {
   ++stats_.completions;
   bool matched = false;
+  Runs runs;
+  std::uint64_t lo = 0, hi = 0;
+  const std::size_t n = runs_of(w, runs, lo, hi);
   for (Kernel& k : kernels_) {
+    if (hi <= k.dep.base_address || lo >= k.end()) continue;  // no byte in this kernel's range
     std::uint32_t g_lo = k.dep.groups, g_hi = 0;
-    for_each_run(w, [&](std::uint64_t start, std::uint64_t len) { add_bytes(k, start, len, g_lo, g_hi); });
+    for (std::size_t r = 0; r < n; ++r) add_bytes(k, runs[r].start, runs[r].len, g_lo, g_hi);
     if (g_hi == 0) continue;
     matched = true;
     resolve(k, g_lo, g_hi, ready);
