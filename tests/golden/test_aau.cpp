@@ -104,6 +104,10 @@ TEST(Aau, RejectsMisroutedAndOversizedRowStores) {
   StoreRequest over = row_store(sid, 1, 128, 0);
   over.mask = ByteMask::range(0, 128);  // window [128, 256) passes the 192-byte row
   EXPECT_THROW(small_row.on_write(over, 0), std::logic_error);
+  over.mask = ByteMask::range(0, 64);  // the mask's low word only: ends at byte 191, the row's last
+  EXPECT_NO_THROW(small_row.on_write(over, 0));
+  over.mask = ByteMask::range(0, 65);  // one byte into the high word: byte 192 passes the row
+  EXPECT_THROW(small_row.on_write(over, 0), std::logic_error);
 }
 
 TEST(Aau, FullRegionStallsWithARetryTimeAndRecoversAfterReinit) {

@@ -14,10 +14,10 @@ bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::k
 /// else [row_offset, row_offset + bytes).
 std::uint64_t row_extent_end(const StoreRequest& w) {
   if (w.mask.empty()) return std::uint64_t{w.row_offset} + w.bytes;
-  std::uint32_t last = 0;
-  for (std::uint32_t i = 0; i < kLineBytes; ++i) {
-    if ((w.mask.bits[i / 64] >> (i % 64)) & 1ULL) last = i;
-  }
+  // the highest set bit of the (non-empty) mask
+  const std::uint32_t last = w.mask.bits[1] != 0
+                                 ? 127U - static_cast<std::uint32_t>(__builtin_clzll(w.mask.bits[1]))
+                                 : 63U - static_cast<std::uint32_t>(__builtin_clzll(w.mask.bits[0]));
   return std::uint64_t{w.row_offset} - w.row_offset % kLineBytes + last + 1;
 }
 
