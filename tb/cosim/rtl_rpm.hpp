@@ -18,8 +18,8 @@
 // empty. A pick that returns a packet ends its cycle (the grant is taken at
 // that clock edge): the RTL grants one packet per cycle, and a store
 // accepted later in that same cycle enters in the next one.
-// Limits (std::invalid_argument): the peers, entries per peer and the age
-// counter's width are those the model was Verilated with (geometry());
+// Limits (std::invalid_argument): the peers and entries per peer are those
+// of a model the build Verilated (geometries(); tb/CMakeLists.txt);
 // timer_cycles below the counter's saturation; RowIDs below 2**RowIdWidth - 1.
 #pragma once
 
@@ -33,7 +33,12 @@
 
 namespace moehub::cosim {
 
+namespace detail {
+class RpmModel;
+}
+
 struct RtlRpmGeometry {
+  std::string name;  ///< the model's name in the build (tb/CMakeLists.txt)
   std::uint32_t peers;
   std::uint32_t entries_per_peer;
   std::uint32_t row_id_bits;
@@ -47,7 +52,10 @@ class RtlRuntimePacketManager : public golden::EgressFunction {
   RtlRuntimePacketManager(const RtlRuntimePacketManager&) = delete;
   RtlRuntimePacketManager& operator=(const RtlRuntimePacketManager&) = delete;
 
+  /// The geometry of the unit-test model (the first of geometries()).
   static RtlRpmGeometry geometry();
+  /// Every geometry this build has a model of.
+  static std::vector<RtlRpmGeometry> geometries();
 
   bool can_accept(const golden::StoreRequest& s, golden::Tick now) const override;
   void accept(const golden::StoreRequest& s, golden::Tick now) override;
@@ -59,7 +67,8 @@ class RtlRuntimePacketManager : public golden::EgressFunction {
   const std::vector<std::uint64_t>& last_pick_tags() const;
   std::uint64_t cycles_simulated() const;
   std::uint64_t cycles_skipped() const;
-  /// When set, the model writes an FST waveform of every simulated cycle here.
+  /// When set, the model writes an FST waveform of every simulated cycle here
+  /// (10 time units per hub cycle; skipped cycles leave gaps).
   void trace_to(const std::string& fst_path);
 
  private:

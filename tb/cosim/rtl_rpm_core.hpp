@@ -1,0 +1,159 @@
+// The clocking of one Verilated moehub_rpm_sched with the C++ buffer pool in
+// front of it, for any geometry it was Verilated with (internal to the
+// co-simulation library; the public class is RtlRuntimePacketManager in
+// rtl_rpm.hpp, which documents the behaviour).
+//
+// RpmModelT<V> keeps the pool's presentation (valid, full, priority, RowID
+// per slot) on the model's ports and rewrites a slot's bits only when the
+// slot changes; ports of any width (integral or VlWide) are handled. Each
+// geometry's model is instantiated in a generated source (tb/CMakeLists.txt)
+// and listed by rpm_models().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <verilated.h>
+#include <verilated_fst_c.h>
+
+#include "rtl_rpm.hpp"
+
+namespace moehub::cosim::detail {
+
+/// What the pool presents for one slot.
+struct RpmSlot {
+  bool valid = false, full = false, prio = false;
+  std::uint32_t row = 0;
+};
+
+class RpmModel {
+ public:
+  virtual ~RpmModel() = default;
+  /// Presents slot `i`.
+  virtual void set_slot(std::uint32_t i, const RpmSlot& s) = 0;
+  /// Steps `n` clock edges with no grant taken.
+  virtual void step(std::uint64_t n) = 0;
+  /// With the peer-indexed `congested` mask: the granted slot, taken at the
+  /// clock edge that ends this call; -1 (no edge) if none is offered.
+  virtual int grant(const std::vector<std::uint8_t>& congested) = 0;
+  virtual void trace_to(const std::string& fst_path) = 0;
+
+  std::uint64_t cycle = 0;  ///< the hub cycle the model is in
+  std::uint64_t simulated = 0;
+};
+
+struct RpmModelEntry {
+  RtlRpmGeometry geometry;
+  std::unique_ptr<RpmModel> (*make)(const golden::RpmParams&);
+};
+/// The geometries this build Verilated (generated source).
+const std::vector<RpmModelEntry>& rpm_models();
+
+/// Bit `i` of a port of any width.
+template <class P>
+void put_bit(P& port, unsigned i, bool v) {
+  if constexpr (std::is_integral_v<P>) {
+    const P m = static_cast<P>(P{1} << i);
+    port = static_cast<P>(v ? (port | m) : (port & static_cast<P>(~m)));
+  } else {
+    const EData m = 1U << (i % 32);
+    port[i / 32] = v ? (port[i / 32] | m) : (port[i / 32] & ~m);
+  }
+}
+
+template <class V>
+class RpmModelT final : public RpmModel {
+ public:
+  RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
+      : p_(p), g_(g), ctx_(std::make_unique<VerilatedContext>()) {
+    ctx_->traceEverOn(true);
+    m_ = std::make_unique<V>(ctx_.get());
+    m_->clk_i = 0;
+    m_->gnt_ready_i = 0;
+    m_->congested_i = 0;
+    m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
+    m_->drain_i = !p.hold_partial;
+    m_->rst_ni = 1;
+    m_->eval();
+    m_->rst_ni = 0;
+    m_->eval();
+    m_->rst_ni = 1;
+    m_->eval();
+  }
+  ~RpmModelT() override {
+    // Verilator 5.006 unregisters a model's scopes from the calling thread's
+    // current context, which is the context of the model used last (possibly
+    // destroyed already): make it this model's own
+    Verilated::threadContextp(ctx_.get());
+    m_->final();
+    if (trace_) trace_->close();
+    trace_.reset();
+    m_.reset();
+  }
+  RpmModelT(const RpmModelT&) = delete;
+  RpmModelT& operator=(const RpmModelT&) = delete;
+
+  void set_slot(std::uint32_t i, const RpmSlot& s) override {
+    put_bit(m_->entry_valid_i, i, s.valid);
+    put_bit(m_->entry_full_i, i, s.full);
+    put_bit(m_->entry_prio_i, i, s.prio);
+    for (unsigned b = 0; b < g_.row_id_bits; ++b) put_bit(m_->entry_row_i, i * g_.row_id_bits + b, (s.row >> b) & 1U);
+  }
+
+  void step(std::uint64_t n) override {
+    m_->gnt_ready_i = 0;
+    m_->congested_i = 0;
+    for (std::uint64_t k = 0; k < n; ++k) edge();
+  }
+
+  int grant(const std::vector<std::uint8_t>& congested) override {
+    unsigned cong = 0;
+    for (std::int32_t g = 0; g < p_.num_gpus; ++g) {
+      if (g == p_.gpu || static_cast<std::size_t>(g) >= congested.size() || congested[static_cast<std::size_t>(g)] == 0) {
+        continue;
+      }
+      cong |= 1U << static_cast<unsigned>(g < p_.gpu ? g : g - 1);
+    }
+    m_->congested_i = static_cast<std::remove_reference_t<decltype(m_->congested_i)>>(cong);
+    m_->gnt_ready_i = 1;
+    m_->eval();
+    int slot = -1;
+    if (m_->gnt_valid_o) {
+      slot = static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
+      edge();  // the grant is taken at this edge
+    }
+    m_->gnt_ready_i = 0;
+    return slot;
+  }
+
+  void trace_to(const std::string& fst_path) override {
+    if (trace_) trace_->close();
+    trace_ = std::make_unique<VerilatedFstC>();
+    m_->trace(trace_.get(), 99);
+    trace_->open(fst_path.c_str());
+  }
+
+ private:
+  void edge() {
+    // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
+    if (trace_) trace_->dump(cycle * 10);
+    m_->clk_i = 1;
+    m_->eval();
+    if (trace_) trace_->dump(cycle * 10 + 5);
+    m_->clk_i = 0;
+    m_->eval();
+    ++cycle;
+    ++simulated;
+  }
+
+  golden::RpmParams p_;
+  RtlRpmGeometry g_;
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<V> m_;
+  std::unique_ptr<VerilatedFstC> trace_;
+};
+
+}  // namespace moehub::cosim::detail
