@@ -1,5 +1,6 @@
 #include "hub_digest.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -30,6 +31,14 @@ struct Fnv {
   }
 };
 
+/// Order-insensitive digest of a multiset of records: the sum of their FNV-1a digests.
+template <std::size_t N>
+std::uint64_t record_digest(const std::uint64_t (&fields)[N]) {
+  Fnv f;
+  for (const std::uint64_t v : fields) f.add(v);
+  return f.h;
+}
+
 std::string hex(std::uint64_t v) {
   char b[20];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
@@ -39,9 +48,14 @@ std::string hex(std::uint64_t v) {
 }  // namespace
 
 struct HubDigest::State {
+  struct Link {
+    Fnv order, timed;
+    std::uint64_t content = 0;
+  };
   struct Gpu {
     Fnv in_order, in_timed;
-    std::map<std::int32_t, std::pair<Fnv, Fnv>> out;  // destination GPU: order, timed
+    std::uint64_t in_content = 0;
+    std::map<std::int32_t, Link> out;  // by destination GPU
   };
   std::map<std::int32_t, Gpu> gpus;
   std::map<std::tuple<std::int32_t, std::uint32_t, std::int64_t>, std::int64_t> rows;
@@ -66,6 +80,8 @@ struct HubDigest::State {
       g.in_timed.add(f);
     }
     g.in_timed.add(now);
+    const std::uint64_t key[] = {fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]};
+    g.in_content += record_digest(key);  // the write without what the AAU computed
     ++g.in_order.n;
     ++g.in_timed.n;
     if (r.local_row_id >= 0) {
@@ -74,7 +90,9 @@ struct HubDigest::State {
     }
   }
   void on_pick(std::int32_t gpu, Tick now, const golden::EgressPick& p) {
-    auto& [order, timed] = gpus[gpu].out[p.store.dst_gpu];
+    Link& link = gpus[gpu].out[p.store.dst_gpu];
+    Fnv& order = link.order;
+    Fnv& timed = link.timed;
     const golden::StoreRequest& s = p.store;
     const std::uint64_t fields[] = {static_cast<std::uint64_t>(s.op),
                                     s.malloc_id,
@@ -90,6 +108,7 @@ struct HubDigest::State {
       timed.add(f);
     }
     timed.add(now);
+    link.content += record_digest(fields);
     ++order.n;
     ++timed.n;
   }
@@ -189,11 +208,41 @@ std::string HubDigest::to_json() const {
   for (const auto& [g, d] : state_->gpus) {
     J out = J::array();
     for (const auto& [dst, o] : d.out) {
-      out.push_back({{"dst", dst}, {"packets", o.first.n}, {"order", hex(o.first.h)}, {"timed", hex(o.second.h)}});
+      out.push_back({{"dst", dst},
+                     {"packets", o.order.n},
+                     {"content", hex(o.content)},
+                     {"order", hex(o.order.h)},
+                     {"timed", hex(o.timed.h)}});
     }
     gpus.push_back({{"gpu", g},
-                    {"ingress", {{"writes", d.in_order.n}, {"order", hex(d.in_order.h)}, {"timed", hex(d.in_timed.h)}}},
+                    {"ingress",
+                     {{"writes", d.in_order.n},
+                      {"content", hex(d.in_content)},
+                      {"order", hex(d.in_order.h)},
+                      {"timed", hex(d.in_timed.h)}}},
                     {"egress", out}});
+  }
+  // per region (GPU, MallocID): its rows, and whether their LocalRowIDs are
+  // distinct and dense (0 .. rows - 1)
+  struct Region {
+    std::uint64_t rows = 0;
+    std::int64_t max_local = -1;
+    std::map<std::int64_t, int> locals;
+  };
+  std::map<std::pair<std::int32_t, std::uint32_t>, Region> regions;
+  for (const auto& [k, local] : state_->rows) {
+    Region& r = regions[{std::get<0>(k), std::get<1>(k)}];
+    ++r.rows;
+    r.max_local = std::max(r.max_local, local);
+    ++r.locals[local];
+  }
+  Fnv region_digest;
+  bool dense = true;
+  for (const auto& [k, r] : regions) {
+    region_digest.add(static_cast<std::uint64_t>(k.first));
+    region_digest.add(k.second);
+    region_digest.add(r.rows);
+    dense = dense && r.locals.size() == r.rows && r.max_local + 1 == static_cast<std::int64_t>(r.rows);
   }
   Fnv rows;
   for (const auto& [k, local] : state_->rows) {
@@ -205,7 +254,13 @@ std::string HubDigest::to_json() const {
   J j = {{"format", "moehub-hub-digest"},
          {"version", 1},
          {"gpus", gpus},
-         {"local_rows", {{"rows", state_->rows.size()}, {"remapped_writes", state_->remapped}, {"digest", hex(rows.h)}}}};
+         {"local_rows",
+          {{"rows", state_->rows.size()},
+           {"remapped_writes", state_->remapped},
+           {"regions", regions.size()},
+           {"region_rows", hex(region_digest.h)},
+           {"dense", dense},
+           {"digest", hex(rows.h)}}}};
   return j.dump(2) + "\n";
 }
 

@@ -14,7 +14,12 @@
 //   stores merged), and the same with each pick's time;
 // - the LocalRowID of every (GPU, MallocID, RowID) row (its first
 //   assignment), one digest over all rows in key order, and how many writes
-//   of a row named a different LocalRowID than its first.
+//   of a row named a different LocalRowID than its first; per region its
+//   row count (a digest over all regions) and whether the LocalRowIDs of
+//   every region are distinct and dense.
+// Beside each order digest, an order-insensitive "content" digest (the sum of
+// the records' digests): the same packets, or writes without the AAU's
+// answers, in any order.
 // Timing is not changed: the wrappers only forward and record.
 #pragma once
 

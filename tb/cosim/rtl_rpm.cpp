@@ -44,7 +44,9 @@ struct RtlRuntimePacketManager::Impl {
     bool valid = false;
     StoreRequest packet;  // the first store, with the merged mask
     std::uint64_t line = 0;
-    std::uint64_t created = 0;
+    std::uint64_t created = 0;  // hub cycle of the accept (the behavioural RPM's creation cycle)
+    bool presented = false;     // valid on the model (its age counts from presented_at)
+    std::uint64_t presented_at = 0;
     std::uint32_t merged = 0;
     std::vector<std::uint64_t> tags;
   };
@@ -71,33 +73,71 @@ struct RtlRuntimePacketManager::Impl {
     }
     return -1;
   }
-  int free_slot(std::int32_t dst) const {
-    const std::size_t part = partition_of(dst);
+  /// A free slot for an entry created in cycle `created`: the lowest free
+  /// slot above every entry created in the same cycle (the scheduler breaks
+  /// ties of age by slot index, the behavioural RPM by arrival), else the
+  /// lowest free slot; -1 if none.
+  int free_slot(std::int32_t dst, std::uint64_t created) const {
+    const std::size_t base = partition_of(dst) * g.entries_per_peer;
+    int lowest = -1, same = -1;
     for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
-      if (!pool[part * g.entries_per_peer + i].valid) return static_cast<int>(part * g.entries_per_peer + i);
+      const Entry& e = pool[base + i];
+      if (e.valid && e.created == created) same = static_cast<int>(i);
     }
-    return -1;
+    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
+      if (pool[base + i].valid) continue;
+      if (lowest < 0) lowest = static_cast<int>(i);
+      if (static_cast<int>(i) > same) return static_cast<int>(base + i);
+    }
+    return lowest < 0 ? -1 : static_cast<int>(base) + lowest;
   }
 
-  /// Presents slot `i` of the pool on the model.
+  /// Presents slot `i` of the pool on the model (valid only once presented).
   void present(std::size_t i) {
     const Entry& e = pool[i];
+    const bool v = e.valid && e.presented;
     detail::RpmSlot s;
-    s.valid = e.valid;
-    s.full = e.valid && (e.packet.mask.full() || e.packet.op == Opcode::kFlagWrite);
-    s.prio = e.valid && e.packet.priority;
-    s.row = e.valid && is_row_store(e.packet.op) ? static_cast<std::uint32_t>(e.packet.row_id + 1) : 0;
+    s.valid = v;
+    s.full = v && (e.packet.mask.full() || e.packet.op == Opcode::kFlagWrite);
+    s.prio = v && e.packet.priority;
+    s.row = v && is_row_store(e.packet.op) ? static_cast<std::uint32_t>(e.packet.row_id + 1) : 0;
     model->set_slot(static_cast<std::uint32_t>(i), s);
   }
-  /// Advances to cycle `c`: every cycle is simulated while entries are held.
-  void advance_to(std::uint64_t c) {
-    if (c <= model->cycle) return;
-    if (held == 0) {
-      skipped += c - model->cycle;
-      model->cycle = c;
-      return;
+  void make_presented(std::size_t i) {
+    Entry& e = pool[i];
+    e.presented = true;
+    e.presented_at = model->cycle;
+    ++shown;
+    present(i);
+  }
+  /// Presents the deferred entries created at or before the model's cycle.
+  void present_due() {
+    for (std::size_t k = 0; k < deferred.size();) {
+      if (pool[deferred[k]].created <= model->cycle) {
+        make_presented(deferred[k]);
+        deferred[k] = deferred.back();
+        deferred.pop_back();
+      } else {
+        ++k;
+      }
     }
-    model->step(c - model->cycle);
+  }
+  /// Advances to cycle `c`: every cycle is simulated while entries are
+  /// presented (their age counters count); deferred entries appear at their
+  /// creation cycle; with nothing presented the cycles are skipped.
+  void advance_to(std::uint64_t c) {
+    present_due();
+    while (model->cycle < c) {
+      std::uint64_t next = c;
+      for (const std::size_t i : deferred) next = std::min(next, pool[i].created);
+      if (shown == 0) {
+        skipped += next - model->cycle;
+        model->cycle = next;
+      } else {
+        model->step(next - model->cycle);
+      }
+      present_due();
+    }
   }
 
   golden::RpmParams p;
@@ -106,6 +146,8 @@ struct RtlRuntimePacketManager::Impl {
   std::unique_ptr<detail::RpmModel> model;
   std::vector<Entry> pool;  // slot dest * entries_per_peer + entry
   std::size_t held = 0;     // valid slots
+  std::size_t shown = 0;    // valid slots presented on the model
+  std::vector<std::size_t> deferred;  // valid slots created after the model's cycle, not yet presented
   std::vector<std::uint64_t> last_tags;
   std::uint64_t skipped = 0;
 };
@@ -132,8 +174,8 @@ std::vector<RtlRpmGeometry> RtlRuntimePacketManager::geometries() {
   return v;
 }
 
-bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
-  return impl_->find_merge(s) >= 0 || impl_->free_slot(s.dst_gpu) >= 0;
+bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick now) const {
+  return impl_->find_merge(s) >= 0 || impl_->free_slot(s.dst_gpu, impl_->clock.cycle_at(now)) >= 0;
 }
 
 void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
@@ -152,7 +194,11 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     }
     mask = ByteMask::range(off, s.bytes);
   }
-  d.advance_to(d.clock.cycle_at(now));
+  // Accepts may run ahead of picks (the platform's stores reach the buffer up
+  // to a quantum ahead of its egress): the model's clock follows the picks,
+  // and an entry created after the model's cycle is presented when the model
+  // reaches that cycle, so that its age counts as in the behavioural RPM.
+  const std::uint64_t created = d.clock.cycle_at(now);
   int slot = d.find_merge(s);
   if (slot >= 0) {
     Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
@@ -163,22 +209,48 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     d.present(static_cast<std::size_t>(slot));
     return;
   }
-  slot = d.free_slot(s.dst_gpu);
+  slot = d.free_slot(s.dst_gpu, created);
   if (slot < 0) throw std::logic_error("RTL RPM: partition full (accept without can_accept)");
   Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
-  e = Impl::Entry{true, s, line_of(s), d.model->cycle, 1, {s.tag}};
+  e = Impl::Entry{true, s, line_of(s), created, false, 0, 1, {s.tag}};
   e.packet.mask = mask;
   ++d.held;
-  d.present(static_cast<std::size_t>(slot));
+  if (created <= d.model->cycle) {
+    d.make_presented(static_cast<std::size_t>(slot));
+  } else {
+    d.deferred.push_back(static_cast<std::size_t>(slot));
+  }
 }
 
 bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& congested, golden::EgressPick& out) {
   Impl& d = *impl_;
   d.advance_to(d.clock.cycle_at(now));
   if (d.held == 0) return false;
-  const int granted = d.model->grant(congested);
-  if (granted < 0) return false;
+  // the behavioural RPM picks among every accepted entry, also those accepted
+  // for a later cycle: they are shown for this decision only (not expired,
+  // age 0) and withdrawn before the clock edge, so that their ages start at
+  // their creation cycle
+  for (const std::size_t i : d.deferred) {
+    d.pool[i].presented = true;
+    d.present(i);
+  }
+  const int granted = d.model->offer(congested);
+  for (const std::size_t i : d.deferred) {
+    d.pool[i].presented = false;
+    if (static_cast<int>(i) != granted) d.present(i);
+  }
+  if (granted < 0) {
+    d.model->decline();
+    return false;
+  }
   const auto slot = static_cast<std::size_t>(granted);
+  const auto it = std::find(d.deferred.begin(), d.deferred.end(), slot);
+  if (it != d.deferred.end()) {
+    d.deferred.erase(it);
+  } else {
+    --d.shown;
+  }
+  d.model->take();  // the grant is taken at this edge; the slot is free after it
   Impl::Entry e = std::move(d.pool[slot]);
   d.pool[slot] = Impl::Entry{};
   --d.held;
@@ -210,7 +282,7 @@ Tick RtlRuntimePacketManager::next_event(Tick now) const {
     for (std::uint32_t i = 0; i < depth; ++i) {
       const Impl::Entry& e = d.pool[part * depth + i];
       if (!e.valid || full || e.packet.op == Opcode::kFlagWrite || e.packet.mask.full()) continue;
-      const std::uint64_t c = e.created + d.p.timer_cycles;
+      const std::uint64_t c = (e.presented ? e.presented_at : e.created) + d.p.timer_cycles;
       if (c > d.clock.cycle_at(now)) soonest = std::min(soonest, c);
     }
   }
@@ -222,6 +294,7 @@ std::size_t RtlRuntimePacketManager::occupancy() const { return impl_->held; }
 const std::vector<std::uint64_t>& RtlRuntimePacketManager::last_pick_tags() const { return impl_->last_tags; }
 std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->model->simulated; }
 std::uint64_t RtlRuntimePacketManager::cycles_skipped() const { return impl_->skipped; }
+std::uint64_t RtlRuntimePacketManager::cycles_forwarded() const { return impl_->model->forwarded; }
 
 void RtlRuntimePacketManager::trace_to(const std::string& fst_path) { impl_->model->trace_to(fst_path); }
 

@@ -67,6 +67,9 @@ class RtlRuntimePacketManager : public golden::EgressFunction {
   const std::vector<std::uint64_t>& last_pick_tags() const;
   std::uint64_t cycles_simulated() const;
   std::uint64_t cycles_skipped() const;
+  /// Cycles with entries held but no grant taken, whose age increments were
+  /// added to the model's counters instead of clocking it (not while tracing).
+  std::uint64_t cycles_forwarded() const;
   /// When set, the model writes an FST waveform of every simulated cycle here
   /// (10 time units per hub cycle; skipped cycles leave gaps).
   void trace_to(const std::string& fst_path);

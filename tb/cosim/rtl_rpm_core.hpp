@@ -10,6 +10,7 @@
 // and listed by rpm_models().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,13 +37,17 @@ class RpmModel {
   virtual void set_slot(std::uint32_t i, const RpmSlot& s) = 0;
   /// Steps `n` clock edges with no grant taken.
   virtual void step(std::uint64_t n) = 0;
-  /// With the peer-indexed `congested` mask: the granted slot, taken at the
-  /// clock edge that ends this call; -1 (no edge) if none is offered.
-  virtual int grant(const std::vector<std::uint8_t>& congested) = 0;
+  /// With the peer-indexed `congested` mask: the slot the scheduler grants
+  /// now, or -1. A grant must be followed by take() or decline().
+  virtual int offer(const std::vector<std::uint8_t>& congested) = 0;
+  /// The grant is taken at the clock edge that ends the current cycle.
+  virtual void take() = 0;
+  virtual void decline() = 0;
   virtual void trace_to(const std::string& fst_path) = 0;
 
   std::uint64_t cycle = 0;  ///< the hub cycle the model is in
   std::uint64_t simulated = 0;
+  std::uint64_t forwarded = 0;  ///< cycles whose age increments were added without clocking the model
 };
 
 struct RpmModelEntry {
@@ -64,11 +69,22 @@ void put_bit(P& port, unsigned i, bool v) {
   }
 }
 
+/// Bit `i` of a port or signal of any width.
+template <class P>
+bool get_bit(const P& port, unsigned i) {
+  if constexpr (std::is_integral_v<P>) {
+    return ((port >> i) & 1U) != 0;
+  } else {
+    return ((port[i / 32] >> (i % 32)) & 1U) != 0;
+  }
+}
+
 template <class V>
 class RpmModelT final : public RpmModel {
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), ctx_(std::make_unique<VerilatedContext>()) {
+      : p_(p), g_(g), ctx_(std::make_unique<VerilatedContext>()),
+        valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
     ctx_->traceEverOn(true);
     m_ = std::make_unique<V>(ctx_.get());
     m_->clk_i = 0;
@@ -97,6 +113,7 @@ class RpmModelT final : public RpmModel {
   RpmModelT& operator=(const RpmModelT&) = delete;
 
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
+    valid_[i] = s.valid;
     put_bit(m_->entry_valid_i, i, s.valid);
     put_bit(m_->entry_full_i, i, s.full);
     put_bit(m_->entry_prio_i, i, s.prio);
@@ -106,10 +123,29 @@ class RpmModelT final : public RpmModel {
   void step(std::uint64_t n) override {
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
-    for (std::uint64_t k = 0; k < n; ++k) edge();
+    if (trace_ || n < 2) {
+      for (std::uint64_t k = 0; k < n; ++k) edge();
+      return;
+    }
+    // No grant is taken and the inputs hold: the only state that moves is the
+    // age counters (valid: + 1 saturating; invalid: 0). One clock edge brings
+    // every invalid slot to 0, then the rest is added here.
+    edge();
+    auto& age = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    const unsigned w = g_.timer_bits;
+    const std::uint64_t max = (1ULL << w) - 1;
+    for (std::uint32_t i = 0; i < valid_.size(); ++i) {
+      if (!valid_[i]) continue;
+      std::uint64_t a = 0;
+      for (unsigned b = 0; b < w; ++b) a |= static_cast<std::uint64_t>(get_bit(age, i * w + b)) << b;
+      a = std::min(max, a + (n - 1));
+      for (unsigned b = 0; b < w; ++b) put_bit(age, i * w + b, ((a >> b) & 1U) != 0);
+    }
+    cycle += n - 1;
+    forwarded += n - 1;
   }
 
-  int grant(const std::vector<std::uint8_t>& congested) override {
+  int offer(const std::vector<std::uint8_t>& congested) override {
     unsigned cong = 0;
     for (std::int32_t g = 0; g < p_.num_gpus; ++g) {
       if (g == p_.gpu || static_cast<std::size_t>(g) >= congested.size() || congested[static_cast<std::size_t>(g)] == 0) {
@@ -120,14 +156,17 @@ class RpmModelT final : public RpmModel {
     m_->congested_i = static_cast<std::remove_reference_t<decltype(m_->congested_i)>>(cong);
     m_->gnt_ready_i = 1;
     m_->eval();
-    int slot = -1;
-    if (m_->gnt_valid_o) {
-      slot = static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
-      edge();  // the grant is taken at this edge
+    if (!m_->gnt_valid_o) {
+      m_->gnt_ready_i = 0;
+      return -1;
     }
-    m_->gnt_ready_i = 0;
-    return slot;
+    return static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
   }
+  void take() override {
+    edge();
+    m_->gnt_ready_i = 0;
+  }
+  void decline() override { m_->gnt_ready_i = 0; }
 
   void trace_to(const std::string& fst_path) override {
     if (trace_) trace_->close();
@@ -154,6 +193,7 @@ class RpmModelT final : public RpmModel {
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<V> m_;
   std::unique_ptr<VerilatedFstC> trace_;
+  std::vector<bool> valid_;  // entry_valid_i as presented
 };
 
 }  // namespace moehub::cosim::detail
