@@ -73,23 +73,32 @@ struct RtlRuntimePacketManager::Impl {
     }
     return -1;
   }
-  /// A free slot for an entry created in cycle `created`: the lowest free
-  /// slot above every entry created in the same cycle (the scheduler breaks
-  /// ties of age by slot index, the behavioural RPM by arrival), else the
-  /// lowest free slot; -1 if none.
-  int free_slot(std::int32_t dst, std::uint64_t created) const {
+  /// The first free slot of `dst`'s partition (its entries are kept in
+  /// arrival order from the partition's first slot on), or -1.
+  int free_slot(std::int32_t dst) const {
     const std::size_t base = partition_of(dst) * g.entries_per_peer;
-    int lowest = -1, same = -1;
     for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
-      const Entry& e = pool[base + i];
-      if (e.valid && e.created == created) same = static_cast<int>(i);
+      if (!pool[base + i].valid) return static_cast<int>(base + i);
     }
-    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
-      if (pool[base + i].valid) continue;
-      if (lowest < 0) lowest = static_cast<int>(i);
-      if (static_cast<int>(i) > same) return static_cast<int>(base + i);
+    return -1;
+  }
+  /// Slot `slot` was emptied: the entries behind it move down one slot, with
+  /// their age counters, so that slot order stays arrival order.
+  void compact(std::size_t slot) {
+    const std::size_t end = (slot / g.entries_per_peer + 1) * g.entries_per_peer;
+    std::size_t hole = slot;
+    for (std::size_t j = slot + 1; j < end && pool[j].valid; ++j) {
+      pool[hole] = std::move(pool[j]);
+      pool[j] = Entry{};
+      model->move_age(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(hole));
+      present(hole);
+      for (std::size_t& k : deferred) {
+        if (k == j) k = hole;
+      }
+      hole = j;
     }
-    return lowest < 0 ? -1 : static_cast<int>(base) + lowest;
+    model->clear_age(static_cast<std::uint32_t>(hole));
+    present(hole);
   }
 
   /// Presents slot `i` of the pool on the model (valid only once presented).
@@ -174,8 +183,8 @@ std::vector<RtlRpmGeometry> RtlRuntimePacketManager::geometries() {
   return v;
 }
 
-bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick now) const {
-  return impl_->find_merge(s) >= 0 || impl_->free_slot(s.dst_gpu, impl_->clock.cycle_at(now)) >= 0;
+bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
+  return impl_->find_merge(s) >= 0 || impl_->free_slot(s.dst_gpu) >= 0;
 }
 
 void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
@@ -209,7 +218,7 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     d.present(static_cast<std::size_t>(slot));
     return;
   }
-  slot = d.free_slot(s.dst_gpu, created);
+  slot = d.free_slot(s.dst_gpu);
   if (slot < 0) throw std::logic_error("RTL RPM: partition full (accept without can_accept)");
   Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
   e = Impl::Entry{true, s, line_of(s), created, false, 0, 1, {s.tag}};
@@ -254,7 +263,7 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   Impl::Entry e = std::move(d.pool[slot]);
   d.pool[slot] = Impl::Entry{};
   --d.held;
-  d.present(slot);
+  d.compact(slot);
   std::uint32_t first = 0;
   while (!((e.packet.mask.bits[first / 64] >> (first % 64)) & 1ULL)) ++first;
   if (is_row_store(e.packet.op)) {

@@ -43,6 +43,10 @@ class RpmModel {
   /// The grant is taken at the clock edge that ends the current cycle.
   virtual void take() = 0;
   virtual void decline() = 0;
+  /// The pool moved the entry of slot `from` to slot `to`: its age counter
+  /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
+  virtual void move_age(std::uint32_t from, std::uint32_t to) = 0;
+  virtual void clear_age(std::uint32_t slot) = 0;
   virtual void trace_to(const std::string& fst_path) = 0;
 
   std::uint64_t cycle = 0;  ///< the hub cycle the model is in
@@ -131,15 +135,9 @@ class RpmModelT final : public RpmModel {
     // age counters (valid: + 1 saturating; invalid: 0). One clock edge brings
     // every invalid slot to 0, then the rest is added here.
     edge();
-    auto& age = m_->rootp->moehub_rpm_sched__DOT__age_q;
-    const unsigned w = g_.timer_bits;
-    const std::uint64_t max = (1ULL << w) - 1;
+    const std::uint64_t max = (1ULL << g_.timer_bits) - 1;
     for (std::uint32_t i = 0; i < valid_.size(); ++i) {
-      if (!valid_[i]) continue;
-      std::uint64_t a = 0;
-      for (unsigned b = 0; b < w; ++b) a |= static_cast<std::uint64_t>(get_bit(age, i * w + b)) << b;
-      a = std::min(max, a + (n - 1));
-      for (unsigned b = 0; b < w; ++b) put_bit(age, i * w + b, ((a >> b) & 1U) != 0);
+      if (valid_[i]) set_age(i, std::min(max, age(i) + (n - 1)));
     }
     cycle += n - 1;
     forwarded += n - 1;
@@ -168,6 +166,9 @@ class RpmModelT final : public RpmModel {
   }
   void decline() override { m_->gnt_ready_i = 0; }
 
+  void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
+  void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
+
   void trace_to(const std::string& fst_path) override {
     if (trace_) trace_->close();
     trace_ = std::make_unique<VerilatedFstC>();
@@ -176,6 +177,18 @@ class RpmModelT final : public RpmModel {
   }
 
  private:
+  std::uint64_t age(std::uint32_t i) const {
+    const auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    const unsigned w = g_.timer_bits;
+    std::uint64_t v = 0;
+    for (unsigned b = 0; b < w; ++b) v |= static_cast<std::uint64_t>(get_bit(a, i * w + b)) << b;
+    return v;
+  }
+  void set_age(std::uint32_t i, std::uint64_t v) {
+    auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    const unsigned w = g_.timer_bits;
+    for (unsigned b = 0; b < w; ++b) put_bit(a, i * w + b, ((v >> b) & 1U) != 0);
+  }
   void edge() {
     // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
     if (trace_) trace_->dump(cycle * 10);

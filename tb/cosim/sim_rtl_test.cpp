@@ -19,6 +19,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,16 +61,6 @@ SimRun run(const std::string& args, const fs::path& dir, const std::string& name
     r.digest = J::parse(slurp(dig));
   }
   return r;
-}
-
-/// dgx-h800 with a RAT of `entries` entries, written into `dir`.
-fs::path system_with_rat(const fs::path& dir, int entries) {
-  const std::string base = slurp(fs::path(MOEHUB_SOURCE_DIR) / "configs/systems/dgx-h800.yaml");
-  const std::regex key("rat_entries: *[0-9]+");
-  EXPECT_TRUE(std::regex_search(base, key));
-  const fs::path p = dir / ("rat" + std::to_string(entries) + ".yaml");
-  std::ofstream(p) << std::regex_replace(base, key, "rat_entries: " + std::to_string(entries));
-  return p;
 }
 
 /// Differences between two digests in what does not depend on the order of
@@ -127,7 +119,25 @@ OrderAgreement order_agreement(const J& a, const J& b, const char* key) {
   return o;
 }
 
-void compare(const std::string& args, const std::string& tag) {
+/// Streams whose order differs: every GPU-to-GPU link's packets, and with
+/// `ingress` every GPU's writes (with their LocalRowIDs) and the LocalRowID
+/// of every row (empty: none).
+std::string order_differences(const J& a, const J& b, bool ingress) {
+  std::string d;
+  if (ingress && a.at("local_rows").at("digest") != b.at("local_rows").at("digest")) d += "LocalRowIDs; ";
+  for (std::size_t g = 0; g < a.at("gpus").size() && g < b.at("gpus").size(); ++g) {
+    const std::string gs = "gpu" + a["gpus"][g]["gpu"].dump();
+    if (ingress && a["gpus"][g]["ingress"]["order"] != b["gpus"][g]["ingress"]["order"]) d += gs + " ingress; ";
+    for (std::size_t l = 0; l < a["gpus"][g]["egress"].size() && l < b["gpus"][g]["egress"].size(); ++l) {
+      if (a["gpus"][g]["egress"][l]["order"] != b["gpus"][g]["egress"][l]["order"]) {
+        d += gs + "->gpu" + a["gpus"][g]["egress"][l]["dst"].dump() + "; ";
+      }
+    }
+  }
+  return d;
+}
+
+void compare(const std::string& args, const std::string& tag, bool ingress_order) {
   const fs::path d = temp_dir(tag);
   const SimRun golden = run(args + " --hub-impl moehub", d, "moehub");
   ASSERT_EQ(golden.status, 0) << golden.err;
@@ -140,8 +150,7 @@ void compare(const std::string& args, const std::string& tag) {
   const double tr = rtl.results.at("layer_time_us").get<double>();
   EXPECT_LE(std::fabs(tr - tg), 0.01 * tg) << "layer time: moehub " << tg << " us, rtl " << tr << " us";
   EXPECT_EQ(rtl.results.at("moehub").at("rat").at("allocations"), golden.results.at("moehub").at("rat").at("allocations"));
-  // not asserted (docs/rtl.md): the order of packets that tie in the
-  // scheduler's order, and so the order of first arrivals and the LocalRowIDs
+  EXPECT_EQ(order_differences(golden.digest, rtl.digest, ingress_order), "");
   const OrderAgreement order = order_agreement(golden.digest, rtl.digest, "order");
   const OrderAgreement timed = order_agreement(golden.digest, rtl.digest, "timed");
   std::printf("%s: layer time moehub %.3f us, rtl %.3f us; %s rows; same order on %d of %d streams, same order and "
@@ -158,13 +167,46 @@ const std::string kJob = "--schedule moehub --tokens 256";
 const std::string kSmallJob = "--schedule moehub --tokens 128";
 const std::string kTinyJob = "--schedule moehub --tokens 64";
 
-TEST(SimRtl, DefaultHubSameAsBehavioural) { compare(kJob, "default"); }
+/// dgx-h800 with `key: value` in place of its value, written into `dir`.
+fs::path system_with(const fs::path& dir, const std::vector<std::pair<std::string, int>>& changes) {
+  std::string text = slurp(fs::path(MOEHUB_SOURCE_DIR) / "configs/systems/dgx-h800.yaml");
+  std::string name = "sys";
+  for (const auto& [key, value] : changes) {
+    const std::regex re(key + ": *[0-9]+");
+    EXPECT_TRUE(std::regex_search(text, re)) << key;
+    text = std::regex_replace(text, re, key + ": " + std::to_string(value));
+    name += "-" + key + std::to_string(value);
+  }
+  const fs::path p = dir / (name + ".yaml");
+  std::ofstream(p) << text;
+  return p;
+}
 
-TEST(SimRtl, SmallRatSameAsBehavioural) {
+// The hub of dgx-h800: the same packets on every link in the same order, and
+// the same layer time. The RTL allocates a new row in its lookup cycle (1
+// cycle from request to response) where the behavioural AAU adds
+// apt_alloc_cycles = 1: its writes are taken a cycle earlier, so the order of
+// arrivals from different links, and with it the LocalRowIDs, may differ.
+TEST(SimRtl, DefaultHubSamePacketOrderAsBehavioural) { compare(kJob, "default", false); }
+
+// With apt_alloc_cycles = 0 the behavioural AAU times allocations as the RTL
+// does: the runs are to agree on every GPU's writes in order, every row's
+// LocalRowID and every link's packets in order.
+TEST(SimRtl, CycleMatchedHubSameLocalRowIdsAndOrders) {
   const fs::path d = temp_dir("cfg");
-  const fs::path sys = system_with_rat(d, 64);
-  compare(kJob + " --system " + sys.string(), "rat64");
-  const SimRun r = run(kJob + " --hub-impl rtl --system " + sys.string(), d, "stats");
+  compare(kJob + " --system " + system_with(d, {{"apt_alloc_cycles", 0}}).string(), "apt0", true);
+  fs::remove_all(d);
+}
+
+// A RAT of 64 entries: evictions and spills. The RTL asks the spill area on
+// every miss of a region that has spilled (the behavioural RAT only for
+// evicted rows), so write timings and LocalRowIDs may differ; packets per link
+// and their order, rows per region and the layer time must agree.
+TEST(SimRtl, SmallRatSamePacketOrderAsBehavioural) {
+  const fs::path d = temp_dir("cfg");
+  const fs::path sys = system_with(d, {{"rat_entries", 64}, {"apt_alloc_cycles", 0}});
+  compare(kJob + " --system " + sys.string(), "rat64", false);
+  const SimRun r = run(kSmallJob + " --hub-impl rtl --system " + sys.string(), d, "stats");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_GT(r.results.at("moehub").at("rat").at("spills").get<std::uint64_t>(), 0u);  // evictions happened
   fs::remove_all(d);
@@ -197,7 +239,7 @@ TEST(SimRtl, WritesWaveformsAndRefusesUnbuiltGeometries) {
     }
   }
   // a RAT of 128 entries was not Verilated: a clear error, exit status 2
-  const fs::path sys = system_with_rat(d, 128);
+  const fs::path sys = system_with(d, {{"rat_entries", 128}});
   const int rc = std::system((sim + kTinyJob + " --hub-impl rtl --system " + sys.string() + quiet + " 2>" +
                               (d / "err.txt").string() + " >/dev/null")
                                  .c_str());
