@@ -154,6 +154,7 @@ class RpmModelT final : public RpmModel {
     m_->congested_i = static_cast<std::remove_reference_t<decltype(m_->congested_i)>>(cong);
     m_->gnt_ready_i = 1;
     m_->eval();
+    low_pending_ = false;
     if (!m_->gnt_valid_o) {
       m_->gnt_ready_i = 0;
       return -1;
@@ -190,13 +191,25 @@ class RpmModelT final : public RpmModel {
     for (unsigned b = 0; b < w; ++b) put_bit(a, i * w + b, ((v >> b) & 1U) != 0);
   }
   void edge() {
-    // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
-    if (trace_) trace_->dump(cycle * 10);
-    m_->clk_i = 1;
-    m_->eval();
-    if (trace_) trace_->dump(cycle * 10 + 5);
-    m_->clk_i = 0;
-    m_->eval();
+    if (trace_) {
+      // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
+      if (low_pending_) m_->eval();
+      trace_->dump(cycle * 10);
+      m_->clk_i = 1;
+      m_->eval();
+      trace_->dump(cycle * 10 + 5);
+      m_->clk_i = 0;
+      m_->eval();
+      low_pending_ = false;
+    } else {
+      // the falling edge is evaluated with the next evaluation (an offer's, or
+      // here before the next rising edge): only the rising edge moves state
+      if (low_pending_) m_->eval();
+      m_->clk_i = 1;
+      m_->eval();
+      m_->clk_i = 0;
+      low_pending_ = true;
+    }
     ++cycle;
     ++simulated;
   }
@@ -207,6 +220,7 @@ class RpmModelT final : public RpmModel {
   std::unique_ptr<V> m_;
   std::unique_ptr<VerilatedFstC> trace_;
   std::vector<bool> valid_;  // entry_valid_i as presented
+  bool low_pending_ = false;  // clk_i fell after the last evaluation
 };
 
 }  // namespace moehub::cosim::detail
