@@ -23,7 +23,7 @@
 #include "platform/simulate.hpp"
 #include "trace/trace.hpp"
 #include "workload/routing_trace.hpp"
-#if MOEHUB_HAVE_RTL
+#ifdef MOEHUB_HAVE_RTL
 #include "rtl_hub.hpp"
 #endif
 
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
       }
       req.system.sim.granularity = *granularity;
     }
-#if MOEHUB_HAVE_RTL
+#ifdef MOEHUB_HAVE_RTL
     moehub::cosim::register_rtl_hub(rtl_trace);
 #endif
     if (hub_impl) {

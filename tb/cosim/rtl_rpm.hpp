@@ -4,20 +4,30 @@
 //
 // Function: the buffer pool is C++ (the RTL leaves it out): one partition of
 // entries_per_peer slots per peer, stores merged as rpm.hpp merges them (same
-// line, opcode and priority; row stores also the same MallocID and RowID),
-// a new entry in the lowest free slot. The pick is the RTL's grant: the pool
-// presents per slot valid, full mask, priority and RowID (a plain st as 0, a
-// row store as RowID + 1: the golden order puts st's RowID -1 first), with
-// the congestion of the call, timeout = timer_cycles, drain = !hold_partial.
-// A flag write is presented as a full entry (always eligible); the golden
-// order ranks it by its actual mask, so with flags the orders may differ.
+// line, opcode and priority; row stores also the same MallocID and RowID).
+// A partition keeps its entries in arrival order from its first slot on: a
+// new entry takes the first free slot, and when an entry leaves, the entries
+// behind it move down one slot with their age counters (the adapter moves the
+// counter values in the model). The scheduler breaks ties of age by slot
+// index, so this gives the behavioural RPM's order by arrival. The pick is
+// the RTL's grant: the pool presents per slot valid, full mask, priority and
+// RowID (a plain st as 0, a row store as RowID + 1: the golden order puts
+// st's RowID -1 first), with the congestion of the call, timeout =
+// timer_cycles, drain = !hold_partial. A flag write is presented as a full
+// entry (always eligible); the golden order ranks it by its actual mask, so
+// with flags the orders may differ.
 //
-// Timing: the model is clocked at the hub clock (golden::HubClock). Calls
-// advance it to the cycle of `now`, stepping every cycle while entries are
-// held (their age counters count) and skipping cycles while the pool is
-// empty. A pick that returns a packet ends its cycle (the grant is taken at
-// that clock edge): the RTL grants one packet per cycle, and a store
-// accepted later in that same cycle enters in the next one.
+// Timing: the model is clocked at the hub clock (golden::HubClock) and its
+// clock follows the picks: a pick advances it to the cycle of `now`, and a
+// pick that returns a packet ends its cycle (the grant is taken at that clock
+// edge; one grant per cycle). Stores may be accepted for a later cycle than
+// the next pick's (the platform fills the buffer up to a quantum ahead): an
+// entry is presented to the model from the cycle it was accepted in, so that
+// its age counts from there as in the behavioural RPM; a pick before that
+// cycle sees it as a new entry (age 0) for that decision only. Cycles with no
+// entry presented are skipped; cycles with entries but no grant taken are
+// clocked once and the rest of their age increments added to the model's
+// counters directly (with a waveform open, every cycle is clocked).
 // Limits (std::invalid_argument): the peers and entries per peer are those
 // of a model the build Verilated (geometries(); tb/CMakeLists.txt);
 // timer_cycles below the counter's saturation; RowIDs below 2**RowIdWidth - 1.
