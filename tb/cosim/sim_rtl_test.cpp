@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -172,9 +171,16 @@ fs::path system_with(const fs::path& dir, const std::vector<std::pair<std::strin
   std::string text = slurp(fs::path(MOEHUB_SOURCE_DIR) / "configs/systems/dgx-h800.yaml");
   std::string name = "sys";
   for (const auto& [key, value] : changes) {
-    const std::regex re(key + ": *[0-9]+");
-    EXPECT_TRUE(std::regex_search(text, re)) << key;
-    text = std::regex_replace(text, re, key + ": " + std::to_string(value));
+    // "key: <digits>" -> "key: value"
+    const std::size_t at = text.find("\n  " + key + ":");
+    EXPECT_NE(at, std::string::npos) << key;
+    if (at == std::string::npos) continue;
+    std::size_t b = at + 4 + key.size();
+    while (b < text.size() && text[b] == ' ') ++b;
+    std::size_t e = b;
+    while (e < text.size() && text[e] >= '0' && text[e] <= '9') ++e;
+    EXPECT_GT(e, b) << key;
+    text.replace(b, e - b, std::to_string(value));
     name += "-" + key + std::to_string(value);
   }
   const fs::path p = dir / (name + ".yaml");
