@@ -149,6 +149,10 @@ module moehub_aau #(
   logic [LocalRowIdWidth-1:0]    apt_row;
   logic [MallocIdWidth-1:0]      apt_region;
   logic [Regions-1:0]            region_valid, region_full;
+  // a flush completes on the region latched when it started (hold_malloc_q),
+  // whatever the cfg inputs show by then
+  logic                          apt_cfg_flush;
+  logic [MallocIdWidth-1:0]      apt_cfg_region;
 
   moehub_apt #(
     .Regions   (Regions),
@@ -157,8 +161,8 @@ module moehub_aau #(
     .clk_i,
     .rst_ni,
     .cfg_valid_i   (apt_cfg_valid),
-    .cfg_flush_i   (cfg_flush_i),
-    .cfg_region_i  (cfg_region_i),
+    .cfg_flush_i   (apt_cfg_flush),
+    .cfg_region_i  (apt_cfg_region),
     .cfg_rows_i    (cfg_rows_i),
     .alloc_i       (apt_alloc),
     .alloc_region_i(apt_region),
@@ -201,7 +205,7 @@ module moehub_aau #(
     .spill_local_o   (spill_local_o),
     .flush_valid_i   (rat_flush_valid),
     .flush_ready_o   (rat_flush_ready),
-    .flush_malloc_i  (cfg_region_i)
+    .flush_malloc_i  (hold_malloc_q)
   );
 
   // ---- control -------------------------------------------------------------
@@ -212,7 +216,9 @@ module moehub_aau #(
 
   // What the submodules see: the input request when idle, the held one
   // otherwise (its own block: the control below reads the answers).
-  assign apt_region = (state_q == StIdle) ? req_malloc_i : hold_malloc_q;
+  assign apt_region     = (state_q == StIdle) ? req_malloc_i : hold_malloc_q;
+  assign apt_cfg_flush  = (state_q == StFlush) || cfg_flush_i;
+  assign apt_cfg_region = (state_q == StFlush) ? hold_malloc_q : cfg_region_i;
   assign rat_malloc = apt_region;
   assign rat_row    = (state_q == StIdle) ? req_row_i : hold_row_q;
   assign offset     = (state_q == StIdle) ? req_offset_i : hold_offset_q;
@@ -265,7 +271,8 @@ module moehub_aau #(
         if (cfg_valid_i) begin
           // (after the pending response: its address reads the region's registers)
           if (cfg_flush_i && !rsp_valid_q) begin
-            state_d = StFlush;
+            state_d       = StFlush;
+            hold_malloc_d = cfg_region_i;
           end else if (!rsp_valid_q) begin
             apt_cfg_valid = 1'b1;
             cfg_ready_o   = 1'b1;
@@ -314,10 +321,10 @@ module moehub_aau #(
       StFlush: begin
         rat_flush_valid = 1'b1;
         if (rat_flush_ready) begin
-          apt_cfg_valid           = 1'b1;
-          cfg_ready_o             = 1'b1;
-          spilled_d[cfg_region_i] = 1'b0;
-          state_d                 = StIdle;
+          apt_cfg_valid            = 1'b1;
+          cfg_ready_o              = 1'b1;
+          spilled_d[hold_malloc_q] = 1'b0;
+          state_d                  = StIdle;
         end
       end
       default: state_d = StIdle;

@@ -53,6 +53,23 @@ class Bench {
     }
   }
 
+  /// A flush of `region` offered for one cycle only; then the configuration
+  /// inputs show another request (not valid) while the flush runs.
+  void flush_withdrawn(unsigned region, unsigned other_region, int cycles) {
+    d_->cfg_valid_i = 1;
+    d_->cfg_flush_i = 1;
+    d_->cfg_region_i = static_cast<CData>(region);
+    tick();
+    d_->cfg_valid_i = 0;
+    d_->cfg_flush_i = 0;
+    d_->cfg_region_i = static_cast<CData>(other_region);
+    d_->cfg_rows_i = 1;
+    for (int i = 0; i < cycles; ++i) tick();
+    for (auto it = spill_area_.begin(); it != spill_area_.end();) {
+      it = (it->first.first == region) ? spill_area_.erase(it) : std::next(it);
+    }
+  }
+
   /// Streams `reqs` (one offered per cycle); returns the responses in order.
   std::vector<Rsp> run(const std::vector<Req>& reqs) {
     std::deque<Req> todo(reqs.begin(), reqs.end());
@@ -191,6 +208,27 @@ TEST(RtlAau, FlushRestartsTheRegion) {
   EXPECT_FALSE(r.hit);
   EXPECT_EQ(r.local, 0u);
   EXPECT_EQ(r.addr, 0x8000u + 5);
+}
+
+// A flush completes on the region it started with, even when the requester
+// withdraws the request early (a registration with stale inputs before).
+TEST(RtlAau, FlushKeepsItsRegionWhenTheRequestIsWithdrawn) {
+  Bench b(4);
+  b.random_backpressure = false;
+  b.configure(2, false, 16, 0x4000, 8);
+  b.configure(3, false, 16, 0x8000, 8);
+  ASSERT_TRUE(b.translate(2, 1, 0).ok);
+  ASSERT_TRUE(b.translate(3, 7, 0).ok);
+  const Rsp before = b.translate(3, 7, 0);
+  ASSERT_TRUE(before.hit);
+  b.flush_withdrawn(2, 3, 20);
+  EXPECT_FALSE(b.translate(2, 1, 0).ok);  // region 2 is flushed (unregistered)
+  const Rsp after = b.translate(3, 7, 4);  // region 3 untouched: same row, still cached
+  EXPECT_TRUE(after.ok);
+  EXPECT_TRUE(after.hit);
+  EXPECT_EQ(after.local, before.local);
+  EXPECT_TRUE(b.translate(3, 8, 0).ok);  // and its capacity is still 16
+  EXPECT_TRUE(b.translate(3, 9, 0).ok);
 }
 
 TEST(RtlAau, HitsStreamOnePerCycle) {

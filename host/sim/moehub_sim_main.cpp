@@ -17,10 +17,15 @@
 #include <string>
 
 #include "common/config_loader.hpp"
+#include "golden/hub_functions.hpp"
+#include "hub_digest.hpp"
 #include "common/config_ranges.hpp"
 #include "platform/simulate.hpp"
 #include "trace/trace.hpp"
 #include "workload/routing_trace.hpp"
+#ifdef MOEHUB_HAVE_RTL
+#include "rtl_hub.hpp"
+#endif
 
 namespace {
 
@@ -154,7 +159,15 @@ int main(int argc, char** argv) {
   app.add_option("--store-bytes", store_bytes,
                  "moehub*: bytes of one store of the dispatch and combine kernels, 1..128")
       ->capture_default_str();
-  app.add_option("--hub-impl", hub_impl, "override hub.implementation: address-centric or moehub");
+  std::string rtl_trace, hub_digest_path;
+  app.add_option("--hub-impl", hub_impl,
+                 "override hub.implementation: address-centric, moehub, or rtl (the MoE-Hub units co-simulated "
+                 "from their Verilated RTL; in builds with Verilator)");
+  app.add_option("--rtl-trace", rtl_trace,
+                 "--hub-impl rtl: write one FST waveform per hub block into this folder (gpuG_aau.fst, gpuG_rpm.fst)");
+  app.add_option("--hub-digest", hub_digest_path,
+                 "write digests of what the hub functions computed (LocalRowIDs, per-link packet order) to this "
+                 "JSON file, to compare two runs");
   app.add_option("--region-rows", region_rows,
                  "moehub*: rows per rowsp region, >= 1 (default: every token of the job)");
   app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
@@ -201,12 +214,37 @@ int main(int argc, char** argv) {
       }
       req.system.sim.granularity = *granularity;
     }
+#ifdef MOEHUB_HAVE_RTL
+    moehub::cosim::register_rtl_hub(rtl_trace);
+#endif
     if (hub_impl) {
-      if (*hub_impl != "address-centric" && *hub_impl != "moehub") {
+      const auto impls = moehub::golden::hub_implementations();
+      std::string allowed;
+      bool known = false;
+      for (const auto& n : impls) {
+        known = known || n == *hub_impl;
+        allowed += (allowed.empty() ? "'" : ", '") + n + "'";
+      }
+      if (!known && *hub_impl == "rtl") {
         throw moehub::ConfigError("<command line>", "--hub-impl",
-                                  "must be 'address-centric' or 'moehub' (got '" + *hub_impl + "')");
+                                  "rtl implementation not built (Verilator missing); built: " + allowed);
+      }
+      if (!known) {
+        throw moehub::ConfigError("<command line>", "--hub-impl",
+                                  "must be one of " + allowed + " (got '" + *hub_impl + "')");
       }
       req.system.hub.implementation = *hub_impl;
+    }
+    if (!rtl_trace.empty()) {
+      if (req.system.hub.implementation != "rtl") {
+        throw moehub::ConfigError("<command line>", "--rtl-trace", "needs --hub-impl rtl");
+      }
+      std::error_code ec;
+      std::filesystem::create_directories(rtl_trace, ec);
+      if (ec || !std::filesystem::is_directory(rtl_trace)) {
+        throw moehub::ConfigError("<command line>", "--rtl-trace",
+                                  "cannot create the folder '" + rtl_trace + "'" + (ec ? ": " + ec.message() : ""));
+      }
     }
     if (store_bytes < 1 || store_bytes > 128) {
       throw moehub::ConfigError("<command line>", "--store-bytes",
@@ -270,6 +308,7 @@ int main(int argc, char** argv) {
   try {
     check_output_path("--results", results_path);
     if (req.timeline) check_output_path("--timeline", timeline_path);
+    if (!hub_digest_path.empty()) check_output_path("--hub-digest", hub_digest_path);
   } catch (const moehub::ConfigError& e) {
     std::cerr << "moehub-sim: error: " << e.what() << "\n";
     return kExitBadInput;
@@ -281,6 +320,8 @@ int main(int argc, char** argv) {
       bar.emplace();
       req.progress = [&bar](std::size_t done, std::size_t total) { bar->update(done, total); };
     }
+    moehub::sim::HubDigest digest;
+    if (!hub_digest_path.empty()) digest.install();
     const moehub::RunOutput out = moehub::simulate(req);
     bar.reset();
     if (out.fatal) {
@@ -298,6 +339,7 @@ int main(int argc, char** argv) {
     try {
       write_file(results_path, out.results.dump(2) + "\n");
       if (req.timeline) write_file(timeline_path, out.timeline);
+      if (!hub_digest_path.empty()) write_file(hub_digest_path, digest.to_json());
     } catch (const std::exception& e) {
       // an output that cannot be written (disk full, permissions): no partial set of outputs
       std::error_code ec;

@@ -34,9 +34,11 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
   collectives_ = std::make_unique<Collectives>(schedule_, sys, *scoreboard_);
   row_transfers_ = std::make_unique<RowTransfers>(schedule_, sys, *address_map_);
   scoreboard_->set_row_sink(row_transfers_.get());
-  if (schedule_.hub.aau && sys.hub.implementation != "moehub") {
+  // "rtl": the MoE-Hub units co-simulated from their RTL (tb/cosim)
+  const bool moehub_units = sys.hub.implementation == "moehub" || sys.hub.implementation == "rtl";
+  if (schedule_.hub.aau && !moehub_units) {
     throw std::invalid_argument(sys.source_file + ": key 'hub.implementation': schedule '" + schedule_.name +
-                                "' needs the MoE-Hub units: must be 'moehub' (got '" + sys.hub.implementation +
+                                "' needs the MoE-Hub units: must be 'moehub' or 'rtl' (got '" + sys.hub.implementation +
                                 "'; moehub-sim --hub-impl moehub overrides it)");
   }
   if (!schedule_.hub.aau && sys.hub.implementation != "address-centric" && !schedule_.collectives.empty()) {
@@ -65,7 +67,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
     if (schedule_.hub.aau) {
       // the units the schedule uses; the others are a plain FIFO write buffer
       // and no completion signals
-      fn = golden::make_hub_functions("moehub", hub_params_from(sys, g));
+      fn = golden::make_hub_functions(sys.hub.implementation, hub_params_from(sys, g));
       if (!schedule_.hub.rpm) {
         fn.egress = std::make_unique<golden::AddressCentricEgress>(static_cast<std::uint32_t>(sys.hub.write_buffer_entries));
       }

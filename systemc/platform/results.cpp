@@ -86,7 +86,7 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
     local_delays += h.local_store_delays();
     if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&h.ingress_function())) {
       has_aau = true;
-      const auto& s = a->rat().stats();
+      const golden::RatStats s = a->rat_stats();
       rat.hits += s.hits;
       rat.misses += s.misses;
       rat.allocations += s.allocations;

@@ -47,9 +47,9 @@ RunOutput simulate(const RunRequest& req) {
       req.routing ? *req.routing : generate_routing(req.model, req.workload, req.system.num_gpus);
   const ExpertPlacement placement = ExpertPlacement::contiguous(req.model.num_experts, req.system.num_gpus);
   Schedule schedule = build_schedule(req.schedule, req.model, routing, placement, req.options);
-  if (schedule.hub.aau && req.system.hub.implementation != "moehub") {
+  if (schedule.hub.aau && req.system.hub.implementation != "moehub" && req.system.hub.implementation != "rtl") {
     throw std::invalid_argument(req.system.source_file + ": key 'hub.implementation': schedule '" + schedule.name +
-                                "' needs the MoE-Hub units: must be 'moehub' (got '" +
+                                "' needs the MoE-Hub units: must be 'moehub' or 'rtl' (got '" +
                                 req.system.hub.implementation + "'; moehub-sim --hub-impl moehub overrides it)");
   }
   auto node = std::make_unique<Node>("node", req.system, req.model, std::move(schedule));

@@ -42,7 +42,7 @@ TEST(CosimAau, RefusesWhatTheRtlCannotBe) {
   p.rat.entries *= 2;
   EXPECT_THROW(RtlAddressAllocationUnit{p}, std::invalid_argument);
   RtlAddressAllocationUnit rtl(params());
-  EXPECT_THROW(rtl.rowsp_malloc(0, 96, 16), std::invalid_argument);  // not a power of two
+  EXPECT_THROW(rtl.rowsp_malloc(0, (1U << 16) + 1, 16), std::invalid_argument);  // beyond the RowOffset width
   EXPECT_THROW(rtl.rowsp_malloc(0, 128, 1ULL << 20), std::invalid_argument);
 }
 
@@ -54,7 +54,8 @@ TEST(CosimAau, SameTranslationsAsTheGoldenAau) {
     std::uint32_t row_bytes;
     std::uint64_t rows;
   };
-  const Reg regs[3] = {{0x100000, 256, 4096}, {0x4000000, 128, 4096}, {0x9000000, 64, 60}};
+  // region 1's rows are not a power of two (laid out at 256 bytes in the RTL)
+  const Reg regs[3] = {{0x100000, 256, 4096}, {0x4000000, 144, 4096}, {0x9000000, 64, 60}};
   std::vector<std::uint32_t> ids;
   for (const Reg& r : regs) {
     const std::uint32_t id = golden.rowsp_malloc(r.base, r.row_bytes, r.rows);

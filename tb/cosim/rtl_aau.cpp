@@ -1,16 +1,11 @@
 #include "rtl_aau.hpp"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <verilated.h>
-#include <verilated_fst_c.h>
-
-#include "Vcosim_aau.h"
+#include "rtl_aau_core.hpp"
 
 namespace moehub::cosim {
 
@@ -19,15 +14,6 @@ namespace {
 using golden::IngressResult;
 using golden::Opcode;
 using golden::StoreRequest;
-
-constexpr std::uint32_t kRegions = MOEHUB_COSIM_REGIONS;
-constexpr std::uint32_t kRatEntries = MOEHUB_COSIM_RAT_ENTRIES;
-constexpr std::uint32_t kRatBanks = MOEHUB_COSIM_RAT_BANKS;
-constexpr std::uint32_t kLocalBits = MOEHUB_COSIM_LOCAL_ROW_ID_BITS;
-constexpr std::uint32_t kRowBits = MOEHUB_COSIM_ROW_ID_BITS;
-constexpr std::uint32_t kOffsetBits = MOEHUB_COSIM_OFFSET_BITS;
-constexpr std::uint32_t kAddrBits = MOEHUB_COSIM_ADDR_BITS;
-constexpr std::uint64_t kMaxCycles = 1000000;  // a translation that takes longer is a model fault
 
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
 
@@ -41,207 +27,104 @@ std::uint64_t row_extent_end(const StoreRequest& w) {
   return std::uint64_t{w.row_offset} - w.row_offset % golden::kLineBytes + last + 1;
 }
 
+const detail::AauModelEntry& model_for(const golden::AauParams& p) {
+  std::string built;
+  for (const auto& e : detail::aau_models()) {
+    const RtlAauGeometry& g = e.geometry;
+    if (g.regions == p.apt_regions && g.rat_entries == p.rat.entries && g.rat_banks == p.rat.banks) return e;
+    built += (built.empty() ? "" : ", ") + std::to_string(g.regions) + " regions/" + std::to_string(g.rat_entries) +
+             " entries/" + std::to_string(g.rat_banks) + " banks";
+  }
+  throw std::invalid_argument("RTL AAU: no model Verilated for " + std::to_string(p.apt_regions) +
+                              " APT regions and a RAT of " + std::to_string(p.rat.entries) + " entries in " +
+                              std::to_string(p.rat.banks) + " banks (built: " + built + "; tb/CMakeLists.txt)");
+}
+
 }  // namespace
 
 struct RtlAddressAllocationUnit::Impl {
   struct Region {
     bool active = false;
-    std::uint64_t base = 0;
     std::uint32_t row_bytes = 0;
-    std::uint32_t size_log2 = 0;
-    std::uint64_t capacity = 0;
+    detail::AauRegionCfg cfg;
   };
 
-  explicit Impl(const golden::AauParams& params)
-      : p(params), clock(params.clock_ghz), ctx(std::make_unique<VerilatedContext>()), regions(kRegions) {
-    ctx->traceEverOn(true);
-    m = std::make_unique<Vcosim_aau>(ctx.get());
-    m->clk_i = 0;
-    m->cfg_valid_i = 0;
-    m->req_valid_i = 0;
-    m->rsp_ready_i = 1;
-    m->spill_ready_i = 1;
-    m->restore_req_ready_i = 1;
-    m->restore_rsp_valid_i = 0;
-    m->rst_ni = 1;
-    m->eval();
-    m->rst_ni = 0;
-    m->eval();
-    m->rst_ni = 1;
-    m->eval();
-  }
-  ~Impl() {
-    m->final();
-    if (trace) trace->close();
-  }
-
-  void edge() {
-    if (trace) trace->dump(wave_time);
-    wave_time += 5;
-    m->clk_i = 1;
-    m->eval();
-    if (trace) trace->dump(wave_time);
-    wave_time += 5;
-    m->clk_i = 0;
-    m->eval();
-    ++cycle;
-    ++simulated;
-  }
-  void skip_to(std::uint64_t c) {
-    if (c <= cycle) return;
-    skipped += c - cycle;
-    cycle = c;
-  }
-
-  void configure(std::uint32_t region, bool flush) {
-    const Region& r = regions[region];
-    m->cfg_valid_i = 1;
-    m->cfg_flush_i = flush;
-    m->cfg_region_i = static_cast<CData>(region);
-    m->cfg_rows_i = static_cast<IData>(r.capacity);
-    m->cfg_base_i = r.base;
-    m->cfg_row_size_log2_i = static_cast<CData>(r.size_log2);
-    for (std::uint64_t i = 0;; ++i) {
-      if (i > kMaxCycles) throw std::logic_error("RTL AAU: configuration never completes");
-      m->eval();
-      const bool done = m->cfg_ready_o != 0;
-      edge();
-      if (done) break;
-    }
-    m->cfg_valid_i = 0;
-    if (flush) {
-      for (auto it = spill_area.begin(); it != spill_area.end();) {
-        it = it->first.first == region ? spill_area.erase(it) : std::next(it);
-      }
-    }
-  }
-
-  struct Answer {
-    bool ok;
-    std::uint64_t local, address, done_cycle, spills, queries;
-  };
-
-  /// Runs one request from `arrival` until its response shows.
-  Answer translate(std::uint32_t region, std::uint32_t row, std::uint32_t offset, std::uint64_t arrival) {
-    skip_to(arrival);
-    Answer a{false, 0, 0, 0, 0, 0};
-    m->req_valid_i = 1;
-    m->req_malloc_i = static_cast<CData>(region);
-    m->req_row_i = static_cast<SData>(row);
-    m->req_offset_i = static_cast<SData>(offset);
-    bool fired = false;
-    bool pending = false;  // a restore query awaits its answer
-    std::pair<std::uint32_t, std::uint32_t> asked{};
-    std::uint64_t answer_at = 0;
-    for (std::uint64_t i = 0;; ++i) {
-      if (i > kMaxCycles) throw std::logic_error("RTL AAU: no response");
-      if (pending && cycle < answer_at) skip_to(answer_at);  // the unit only waits for memory
-      const bool answer = pending && cycle >= answer_at;
-      m->restore_rsp_valid_i = answer;
-      const auto found = spill_area.find(asked);
-      m->restore_rsp_found_i = answer && found != spill_area.end();
-      m->restore_rsp_local_i = static_cast<SData>(answer && found != spill_area.end() ? found->second : 0);
-      m->eval();
-      if (fired && m->rsp_valid_o) {
-        a.ok = m->rsp_ok_o != 0;
-        a.local = m->rsp_local_o;
-        a.address = m->rsp_addr_o;
-        a.done_cycle = cycle;
-        return a;  // taken (rsp_ready_i) at the next edge, whenever that comes
-      }
-      if (m->req_valid_i && m->req_ready_o) fired = true;
-      if (m->spill_valid_o) {
-        spill_area[{m->spill_malloc_o, m->spill_row_o}] = m->spill_local_o;
-        ++a.spills;
-        ++spills;
-      }
-      if (answer && m->restore_rsp_ready_o) pending = false;
-      if (m->restore_req_valid_o) {
-        pending = true;
-        asked = {m->restore_req_malloc_o, m->restore_req_row_o};
-        answer_at = cycle + (p.rat.restore_cycles == 0 ? 1 : p.rat.restore_cycles);
-        ++a.queries;
-        ++queries;
-      }
-      edge();
-      if (fired) m->req_valid_i = 0;
-    }
-  }
+  Impl(const golden::AauParams& params, const detail::AauModelEntry& e)
+      : p(params), clock(params.clock_ghz), g(e.geometry), model(e.make(params)), regions(g.regions) {}
 
   golden::AauParams p;
   golden::HubClock clock;
-  std::unique_ptr<VerilatedContext> ctx;
-  std::unique_ptr<Vcosim_aau> m;
-  std::unique_ptr<VerilatedFstC> trace;
+  RtlAauGeometry g;
+  std::unique_ptr<detail::AauModel> model;
   std::vector<Region> regions;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> spill_area;  // the device memory's spill area
-  std::uint64_t cycle = 0;  // the hub cycle the model is in
-  std::uint64_t simulated = 0, skipped = 0, spills = 0, queries = 0, wave_time = 0;
+  golden::RatStats stats;
 };
 
-RtlAddressAllocationUnit::RtlAddressAllocationUnit(const golden::AauParams& p) {
-  if (p.apt_regions != kRegions || p.rat.entries != kRatEntries || p.rat.banks != kRatBanks) {
-    throw std::invalid_argument("RTL AAU: built for " + std::to_string(kRegions) + " APT regions and a RAT of " +
-                                std::to_string(kRatEntries) + " entries in " + std::to_string(kRatBanks) +
-                                " banks; asked for " + std::to_string(p.apt_regions) + " regions, " +
-                                std::to_string(p.rat.entries) + " entries, " + std::to_string(p.rat.banks) + " banks");
-  }
+RtlAddressAllocationUnit::RtlAddressAllocationUnit(const golden::AauParams& p) : golden::AddressAllocationUnit(p) {
+  const detail::AauModelEntry& e = model_for(p);
   if (p.region_full != golden::RegionFullPolicy::kStall) {
     throw std::invalid_argument("RTL AAU: only the stall region-full policy (the RTL refuses, rsp_ok_o = 0)");
   }
-  impl_ = std::make_unique<Impl>(p);
+  impl_ = std::make_unique<Impl>(p, e);
 }
 
 RtlAddressAllocationUnit::~RtlAddressAllocationUnit() = default;
 
-RtlAauGeometry RtlAddressAllocationUnit::geometry() {
-  return RtlAauGeometry{kRegions, kRatEntries, kRatBanks, kLocalBits, kRowBits};
+RtlAauGeometry RtlAddressAllocationUnit::geometry() { return detail::aau_models().front().geometry; }
+
+std::vector<RtlAauGeometry> RtlAddressAllocationUnit::geometries() {
+  std::vector<RtlAauGeometry> v;
+  for (const auto& e : detail::aau_models()) v.push_back(e.geometry);
+  return v;
 }
+
+const RtlAauGeometry& RtlAddressAllocationUnit::model_geometry() const { return impl_->g; }
 
 std::uint32_t RtlAddressAllocationUnit::rowsp_malloc(std::uint64_t base_address, std::uint32_t row_bytes,
                                                      std::uint64_t capacity_rows) {
-  if (row_bytes == 0 || (row_bytes & (row_bytes - 1)) != 0) {
-    throw std::invalid_argument("RTL AAU: row_bytes " + std::to_string(row_bytes) + " is not a power of two");
-  }
-  if (row_bytes > (1ULL << kOffsetBits)) {
+  const RtlAauGeometry& geo = impl_->g;
+  if (row_bytes == 0) throw std::invalid_argument("RTL AAU: row_bytes 0");
+  // the RTL's row size is a power of two: a row of another size is laid out
+  // in the RTL at the next power of two and its address formed here
+  std::uint32_t log2 = 0;
+  while ((1ULL << log2) < row_bytes) ++log2;
+  if ((1ULL << log2) > (1ULL << geo.offset_bits)) {
     throw std::invalid_argument("RTL AAU: row_bytes " + std::to_string(row_bytes) + " above the RTL's " +
-                                std::to_string(1ULL << kOffsetBits));
+                                std::to_string(1ULL << geo.offset_bits));
   }
-  if (base_address >= (1ULL << kAddrBits)) {
+  if (base_address >= (1ULL << geo.addr_bits)) {
     throw std::invalid_argument("RTL AAU: base address " + std::to_string(base_address) + " outside its " +
-                                std::to_string(kAddrBits) + "-bit addresses");
+                                std::to_string(geo.addr_bits) + "-bit addresses");
   }
-  if (capacity_rows == 0 || capacity_rows > (1ULL << kLocalBits)) {
+  if (capacity_rows == 0 || capacity_rows > (1ULL << geo.local_row_id_bits)) {
     throw std::invalid_argument("RTL AAU: capacity_rows " + std::to_string(capacity_rows) + " outside [1, " +
-                                std::to_string(1ULL << kLocalBits) + "]");
+                                std::to_string(1ULL << geo.local_row_id_bits) + "]");
   }
-  for (std::uint32_t r = 0; r < kRegions; ++r) {
-    Impl::Region& g = impl_->regions[r];
-    if (g.active) continue;
-    std::uint32_t log2 = 0;
-    while ((1U << log2) < row_bytes) ++log2;
-    g = Impl::Region{true, base_address, row_bytes, log2, capacity_rows};
-    impl_->configure(r, false);
+  for (std::uint32_t r = 0; r < geo.regions; ++r) {
+    Impl::Region& reg = impl_->regions[r];
+    if (reg.active) continue;
+    reg = Impl::Region{true, row_bytes, detail::AauRegionCfg{base_address, log2, capacity_rows}};
+    impl_->model->configure(r, false, reg.cfg);
     return golden::make_malloc_id(impl_->p.gpu, r);
   }
-  throw std::length_error("rowspMalloc: all " + std::to_string(kRegions) + " APT entries of the RTL AAU are in use");
+  throw std::length_error("rowspMalloc: all " + std::to_string(geo.regions) + " APT entries of the RTL AAU are in use");
 }
 
 void RtlAddressAllocationUnit::reinit_region(std::uint32_t malloc_id) {
   const std::uint32_t r = golden::malloc_id_region(malloc_id);
-  if (golden::malloc_id_gpu(malloc_id) != impl_->p.gpu || r >= kRegions || !impl_->regions[r].active) {
+  if (golden::malloc_id_gpu(malloc_id) != impl_->p.gpu || r >= impl_->g.regions || !impl_->regions[r].active) {
     throw std::out_of_range("RTL AAU: MallocID " + std::to_string(malloc_id) + " is not an active region");
   }
-  impl_->configure(r, true);
-  impl_->configure(r, false);
+  impl_->model->configure(r, true, impl_->regions[r].cfg);
+  impl_->model->configure(r, false, impl_->regions[r].cfg);
 }
 
 void RtlAddressAllocationUnit::free_region(std::uint32_t malloc_id) {
   const std::uint32_t r = golden::malloc_id_region(malloc_id);
-  if (golden::malloc_id_gpu(malloc_id) != impl_->p.gpu || r >= kRegions || !impl_->regions[r].active) {
+  if (golden::malloc_id_gpu(malloc_id) != impl_->p.gpu || r >= impl_->g.regions || !impl_->regions[r].active) {
     throw std::out_of_range("RTL AAU: MallocID " + std::to_string(malloc_id) + " is not an active region");
   }
-  impl_->configure(r, true);
+  impl_->model->configure(r, true, impl_->regions[r].cfg);
   impl_->regions[r] = Impl::Region{};
 }
 
@@ -256,48 +139,56 @@ IngressResult RtlAddressAllocationUnit::on_write(const StoreRequest& w, golden::
 
 IngressResult RtlAddressAllocationUnit::on_local_store(const StoreRequest& w, golden::Tick now) {
   if (!is_row_store(w.op)) throw std::logic_error("RTL AAU: local store that is not st.rowsp");
+  Impl& d = *impl_;
   const std::uint32_t region = golden::malloc_id_region(w.malloc_id);
-  if (golden::malloc_id_gpu(w.malloc_id) != impl_->p.gpu || region >= kRegions || !impl_->regions[region].active) {
+  if (golden::malloc_id_gpu(w.malloc_id) != d.p.gpu || region >= d.g.regions || !d.regions[region].active) {
     throw std::out_of_range("RTL AAU: MallocID " + std::to_string(w.malloc_id) + " is not an active region of GPU " +
-                            std::to_string(impl_->p.gpu));
+                            std::to_string(d.p.gpu));
   }
-  const Impl::Region& g = impl_->regions[region];
-  if (row_extent_end(w) > g.row_bytes) {
+  const Impl::Region& reg = d.regions[region];
+  if (row_extent_end(w) > reg.row_bytes) {
     throw std::logic_error("RTL AAU: row store at RowOffset " + std::to_string(w.row_offset) + " passes the end of its " +
-                           std::to_string(g.row_bytes) + "-byte row");
+                           std::to_string(reg.row_bytes) + "-byte row");
   }
-  if (w.row_id < 0 || static_cast<std::uint64_t>(w.row_id) >= (1ULL << kRowBits)) {
+  if (w.row_id < 0 || static_cast<std::uint64_t>(w.row_id) >= (1ULL << d.g.row_id_bits)) {
     throw std::invalid_argument("RTL AAU: RowID " + std::to_string(w.row_id) + " outside [0, " +
-                                std::to_string(1ULL << kRowBits) + ")");
+                                std::to_string(1ULL << d.g.row_id_bits) + ")");
   }
-  const std::uint64_t arrival = impl_->clock.cycle_at(now);
-  const Impl::Answer a = impl_->translate(region, static_cast<std::uint32_t>(w.row_id), w.row_offset,
-                                          std::max(arrival, impl_->cycle));
+  const std::uint64_t arrival = d.clock.cycle_at(now);
+  const detail::AauAnswer a = d.model->translate(region, static_cast<std::uint32_t>(w.row_id), w.row_offset,
+                                                 std::max(arrival, d.model->cycle));
   IngressResult r;
   r.cycles = static_cast<std::uint32_t>(a.done_cycle - arrival);
-  r.metadata_read_bytes = a.queries * impl_->p.rat.spill_entry_bytes;
-  r.metadata_write_bytes = a.spills * impl_->p.rat.spill_entry_bytes;
+  r.metadata_read_bytes = a.queries * d.p.rat.spill_entry_bytes;
+  r.metadata_write_bytes = a.spills * d.p.rat.spill_entry_bytes;
+  d.stats.spills += a.spills;
+  d.stats.evictions += a.spills;
   if (!a.ok) {
+    ++d.stats.stalls;
     r.accepted = false;
-    const std::uint32_t retry = impl_->p.region_full_retry_cycles == 0 ? 1 : impl_->p.region_full_retry_cycles;
-    r.retry_at = impl_->clock.tick_of(arrival + retry);
+    const std::uint32_t retry = d.p.region_full_retry_cycles == 0 ? 1 : d.p.region_full_retry_cycles;
+    r.retry_at = d.clock.tick_of(arrival + retry);
     return r;
   }
+  if (a.hit) {
+    ++d.stats.hits;
+  } else {
+    ++d.stats.misses;
+    ++(a.restored ? d.stats.restores : d.stats.allocations);
+  }
   r.local_row_id = static_cast<std::int64_t>(a.local);
-  r.address = a.address;
+  r.address = reg.row_bytes == (1U << reg.cfg.size_log2)
+                  ? a.address
+                  : reg.cfg.base + a.local * std::uint64_t{reg.row_bytes} + w.row_offset;
   return r;
 }
 
-std::uint64_t RtlAddressAllocationUnit::cycles_simulated() const { return impl_->simulated; }
-std::uint64_t RtlAddressAllocationUnit::cycles_skipped() const { return impl_->skipped; }
-std::uint64_t RtlAddressAllocationUnit::spills() const { return impl_->spills; }
-std::uint64_t RtlAddressAllocationUnit::restore_queries() const { return impl_->queries; }
-
-void RtlAddressAllocationUnit::trace_to(const std::string& fst_path) {
-  if (impl_->trace) impl_->trace->close();
-  impl_->trace = std::make_unique<VerilatedFstC>();
-  impl_->m->trace(impl_->trace.get(), 99);
-  impl_->trace->open(fst_path.c_str());
-}
+std::uint64_t RtlAddressAllocationUnit::stalled_writes() const { return impl_->stats.stalls; }
+golden::RatStats RtlAddressAllocationUnit::rat_stats() const { return impl_->stats; }
+std::uint64_t RtlAddressAllocationUnit::cycles_simulated() const { return impl_->model->simulated; }
+std::uint64_t RtlAddressAllocationUnit::cycles_skipped() const { return impl_->model->skipped; }
+std::uint64_t RtlAddressAllocationUnit::spills() const { return impl_->model->spills; }
+std::uint64_t RtlAddressAllocationUnit::restore_queries() const { return impl_->model->queries; }
+void RtlAddressAllocationUnit::trace_to(const std::string& fst_path) { impl_->model->trace_to(fst_path); }
 
 }  // namespace moehub::cosim

@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 
-#include <verilated.h>
-#include <verilated_fst_c.h>
-
-#include "Vcosim_rpm.h"
+#include "rtl_rpm_core.hpp"
 
 namespace moehub::cosim {
 
@@ -20,11 +16,6 @@ using golden::Opcode;
 using golden::StoreRequest;
 using golden::Tick;
 
-constexpr std::uint32_t kPeers = MOEHUB_COSIM_RPM_DESTS;
-constexpr std::uint32_t kDepth = MOEHUB_COSIM_RPM_DEPTH;
-constexpr std::uint32_t kRowBits = MOEHUB_COSIM_RPM_ROW_ID_BITS;
-constexpr std::uint32_t kTimerBits = MOEHUB_COSIM_RPM_TIMER_BITS;
-
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
 std::uint64_t line_of(const StoreRequest& s) {
   return is_row_store(s.op) ? s.row_offset / golden::kLineBytes : s.address / golden::kLineBytes;
@@ -34,18 +25,16 @@ std::uint32_t offset_in_line(const StoreRequest& s) {
                             : static_cast<std::uint32_t>(s.address % golden::kLineBytes);
 }
 
-/// Bits [lsb, lsb + width) of a wide port.
-template <class Wide>
-void set_bits(Wide& w, unsigned lsb, unsigned width, std::uint32_t value) {
-  for (unsigned b = 0; b < width; ++b) {
-    const unsigned bit = lsb + b;
-    const std::uint32_t m = 1u << (bit % 32);
-    if ((value >> b) & 1u) {
-      w[bit / 32] |= m;
-    } else {
-      w[bit / 32] &= ~m;
-    }
+const detail::RpmModelEntry& model_for(const golden::RpmParams& p) {
+  std::string built;
+  for (const auto& e : detail::rpm_models()) {
+    const RtlRpmGeometry& g = e.geometry;
+    if (static_cast<std::int64_t>(g.peers) == p.num_gpus - 1 && g.entries_per_peer == p.entries_per_peer) return e;
+    built += (built.empty() ? "" : ", ") + std::to_string(g.peers) + " peers of " + std::to_string(g.entries_per_peer);
   }
+  throw std::invalid_argument("RTL RPM: no model Verilated for " + std::to_string(p.num_gpus - 1) + " peers of " +
+                              std::to_string(p.entries_per_peer) + " entries (built: " + built +
+                              " entries; tb/CMakeLists.txt)");
 }
 
 }  // namespace
@@ -55,30 +44,16 @@ struct RtlRuntimePacketManager::Impl {
     bool valid = false;
     StoreRequest packet;  // the first store, with the merged mask
     std::uint64_t line = 0;
-    std::uint64_t created = 0;
+    std::uint64_t created = 0;  // hub cycle of the accept (the behavioural RPM's creation cycle)
+    bool presented = false;     // valid on the model (its age counts from presented_at)
+    std::uint64_t presented_at = 0;
     std::uint32_t merged = 0;
     std::vector<std::uint64_t> tags;
   };
 
-  explicit Impl(const golden::RpmParams& params)
-      : p(params), clock(params.clock_ghz), ctx(std::make_unique<VerilatedContext>()), pool(kPeers * kDepth) {
-    ctx->traceEverOn(true);
-    m = std::make_unique<Vcosim_rpm>(ctx.get());
-    m->clk_i = 0;
-    m->gnt_ready_i = 0;
-    m->timeout_i = static_cast<CData>(p.timer_cycles);
-    m->drain_i = !p.hold_partial;
-    m->rst_ni = 1;
-    m->eval();
-    m->rst_ni = 0;
-    m->eval();
-    m->rst_ni = 1;
-    present(0);
-  }
-  ~Impl() {
-    m->final();
-    if (trace) trace->close();
-  }
+  Impl(const golden::RpmParams& params, const detail::RpmModelEntry& e)
+      : p(params), clock(params.clock_ghz), g(e.geometry), model(e.make(params)),
+        pool(static_cast<std::size_t>(g.peers) * g.entries_per_peer) {}
 
   std::size_t partition_of(std::int32_t dst) const {
     if (dst < 0 || dst >= p.num_gpus || dst == p.gpu) {
@@ -90,97 +65,123 @@ struct RtlRuntimePacketManager::Impl {
   int find_merge(const StoreRequest& s) const {
     if (s.op == Opcode::kFlagWrite) return -1;
     const std::size_t part = partition_of(s.dst_gpu);
-    for (std::uint32_t i = 0; i < kDepth; ++i) {
-      const Entry& e = pool[part * kDepth + i];
+    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
+      const Entry& e = pool[part * g.entries_per_peer + i];
       if (!e.valid || e.packet.op != s.op || e.packet.priority != s.priority || e.line != line_of(s)) continue;
       if (is_row_store(s.op) && (e.packet.malloc_id != s.malloc_id || e.packet.row_id != s.row_id)) continue;
-      return static_cast<int>(part * kDepth + i);
+      return static_cast<int>(part * g.entries_per_peer + i);
     }
     return -1;
   }
+  /// The first free slot of `dst`'s partition (its entries are kept in
+  /// arrival order from the partition's first slot on), or -1.
   int free_slot(std::int32_t dst) const {
-    const std::size_t part = partition_of(dst);
-    for (std::uint32_t i = 0; i < kDepth; ++i) {
-      if (!pool[part * kDepth + i].valid) return static_cast<int>(part * kDepth + i);
+    const std::size_t base = partition_of(dst) * g.entries_per_peer;
+    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
+      if (!pool[base + i].valid) return static_cast<int>(base + i);
     }
     return -1;
   }
-  bool empty() const {
-    return std::none_of(pool.begin(), pool.end(), [](const Entry& e) { return e.valid; });
+  /// Slot `slot` was emptied: the entries behind it move down one slot, with
+  /// their age counters, so that slot order stays arrival order.
+  void compact(std::size_t slot) {
+    const std::size_t end = (slot / g.entries_per_peer + 1) * g.entries_per_peer;
+    std::size_t hole = slot;
+    for (std::size_t j = slot + 1; j < end && pool[j].valid; ++j) {
+      pool[hole] = std::move(pool[j]);
+      pool[j] = Entry{};
+      model->move_age(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(hole));
+      present(hole);
+      for (std::size_t& k : deferred) {
+        if (k == j) k = hole;
+      }
+      hole = j;
+    }
+    model->clear_age(static_cast<std::uint32_t>(hole));
+    present(hole);
   }
 
-  /// Drives the pool and `congested` (peer-indexed mask) onto the model.
-  void present(unsigned congested) {
-    unsigned valid = 0, full = 0, prio = 0;
-    for (unsigned i = 0; i < pool.size(); ++i) {
-      const Entry& e = pool[i];
-      valid |= (e.valid ? 1u : 0u) << i;
-      full |= (e.valid && (e.packet.mask.full() || e.packet.op == Opcode::kFlagWrite) ? 1u : 0u) << i;
-      prio |= (e.valid && e.packet.priority ? 1u : 0u) << i;
-      const std::uint32_t row =
-          e.valid && is_row_store(e.packet.op) ? static_cast<std::uint32_t>(e.packet.row_id + 1) : 0;
-      set_bits(m->entry_row_i, i * kRowBits, kRowBits, row);
+  /// Presents slot `i` of the pool on the model (valid only once presented).
+  void present(std::size_t i) {
+    const Entry& e = pool[i];
+    const bool v = e.valid && e.presented;
+    detail::RpmSlot s;
+    s.valid = v;
+    s.full = v && (e.packet.mask.full() || e.packet.op == Opcode::kFlagWrite);
+    s.prio = v && e.packet.priority;
+    s.row = v && is_row_store(e.packet.op) ? static_cast<std::uint32_t>(e.packet.row_id + 1) : 0;
+    model->set_slot(static_cast<std::uint32_t>(i), s);
+  }
+  void make_presented(std::size_t i) {
+    Entry& e = pool[i];
+    e.presented = true;
+    e.presented_at = model->cycle;
+    ++shown;
+    present(i);
+  }
+  /// Presents the deferred entries created at or before the model's cycle.
+  void present_due() {
+    for (std::size_t k = 0; k < deferred.size();) {
+      if (pool[deferred[k]].created <= model->cycle) {
+        make_presented(deferred[k]);
+        deferred[k] = deferred.back();
+        deferred.pop_back();
+      } else {
+        ++k;
+      }
     }
-    m->entry_valid_i = static_cast<std::remove_reference_t<decltype(m->entry_valid_i)>>(valid);
-    m->entry_full_i = static_cast<std::remove_reference_t<decltype(m->entry_full_i)>>(full);
-    m->entry_prio_i = static_cast<std::remove_reference_t<decltype(m->entry_prio_i)>>(prio);
-    m->congested_i = static_cast<CData>(congested);
-    m->eval();
   }
-  void edge() {
-    if (trace) trace->dump(wave_time);
-    wave_time += 5;
-    m->clk_i = 1;
-    m->eval();
-    if (trace) trace->dump(wave_time);
-    wave_time += 5;
-    m->clk_i = 0;
-    m->eval();
-    ++cycle;
-    ++simulated;
-  }
-  /// Advances to cycle `c`: every cycle is simulated while entries are held.
+  /// Advances to cycle `c`: every cycle is simulated while entries are
+  /// presented (their age counters count); deferred entries appear at their
+  /// creation cycle; with nothing presented the cycles are skipped.
   void advance_to(std::uint64_t c) {
-    if (c <= cycle) return;
-    if (empty()) {
-      skipped += c - cycle;
-      cycle = c;
-      return;
+    present_due();
+    while (model->cycle < c) {
+      std::uint64_t next = c;
+      for (const std::size_t i : deferred) next = std::min(next, pool[i].created);
+      if (shown == 0) {
+        skipped += next - model->cycle;
+        model->cycle = next;
+      } else {
+        model->step(next - model->cycle);
+      }
+      present_due();
     }
-    m->gnt_ready_i = 0;
-    present(0);
-    while (cycle < c) edge();
   }
 
   golden::RpmParams p;
   golden::HubClock clock;
-  std::unique_ptr<VerilatedContext> ctx;
-  std::unique_ptr<Vcosim_rpm> m;
-  std::unique_ptr<VerilatedFstC> trace;
-  std::vector<Entry> pool;  // slot dest * kDepth + entry
+  RtlRpmGeometry g;
+  std::unique_ptr<detail::RpmModel> model;
+  std::vector<Entry> pool;  // slot dest * entries_per_peer + entry
+  std::size_t held = 0;     // valid slots
+  std::size_t shown = 0;    // valid slots presented on the model
+  std::vector<std::size_t> deferred;  // valid slots created after the model's cycle, not yet presented
   std::vector<std::uint64_t> last_tags;
-  std::uint64_t cycle = 0, simulated = 0, skipped = 0, wave_time = 0;
+  std::uint64_t skipped = 0;
 };
 
 RtlRuntimePacketManager::RtlRuntimePacketManager(const golden::RpmParams& p) {
   if (p.num_gpus < 2 || p.gpu < 0 || p.gpu >= p.num_gpus) {
     throw std::invalid_argument("RTL RPM: gpu " + std::to_string(p.gpu) + " of " + std::to_string(p.num_gpus));
   }
-  if (static_cast<std::uint32_t>(p.num_gpus - 1) != kPeers || p.entries_per_peer != kDepth) {
-    throw std::invalid_argument("RTL RPM: built for " + std::to_string(kPeers) + " peers of " + std::to_string(kDepth) +
-                                " entries; asked for " + std::to_string(p.num_gpus - 1) + " peers of " +
-                                std::to_string(p.entries_per_peer));
-  }
-  if (p.timer_cycles >= (1U << kTimerBits) - 1) {
+  const detail::RpmModelEntry& e = model_for(p);
+  if (p.timer_cycles >= (1U << e.geometry.timer_bits) - 1) {
     throw std::invalid_argument("RTL RPM: timer_cycles " + std::to_string(p.timer_cycles) + " outside [0, " +
-                                std::to_string((1U << kTimerBits) - 2) + "]");
+                                std::to_string((1U << e.geometry.timer_bits) - 2) + "]");
   }
-  impl_ = std::make_unique<Impl>(p);
+  impl_ = std::make_unique<Impl>(p, e);
 }
 
 RtlRuntimePacketManager::~RtlRuntimePacketManager() = default;
 
-RtlRpmGeometry RtlRuntimePacketManager::geometry() { return RtlRpmGeometry{kPeers, kDepth, kRowBits, kTimerBits}; }
+RtlRpmGeometry RtlRuntimePacketManager::geometry() { return detail::rpm_models().front().geometry; }
+
+std::vector<RtlRpmGeometry> RtlRuntimePacketManager::geometries() {
+  std::vector<RtlRpmGeometry> v;
+  for (const auto& e : detail::rpm_models()) v.push_back(e.geometry);
+  return v;
+}
 
 bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
   return impl_->find_merge(s) >= 0 || impl_->free_slot(s.dst_gpu) >= 0;
@@ -188,9 +189,10 @@ bool RtlRuntimePacketManager::can_accept(const StoreRequest& s, Tick) const {
 
 void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   Impl& d = *impl_;
-  if (is_row_store(s.op) && (s.row_id < 0 || static_cast<std::uint64_t>(s.row_id) + 1 >= (1ULL << kRowBits))) {
+  const std::uint32_t row_bits = d.g.row_id_bits;
+  if (is_row_store(s.op) && (s.row_id < 0 || static_cast<std::uint64_t>(s.row_id) + 1 >= (1ULL << row_bits))) {
     throw std::invalid_argument("RTL RPM: RowID " + std::to_string(s.row_id) + " outside [0, " +
-                                std::to_string((1ULL << kRowBits) - 2) + "]");
+                                std::to_string((1ULL << row_bits) - 2) + "]");
   }
   ByteMask mask = s.mask;
   if (mask.empty()) {
@@ -201,7 +203,11 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     }
     mask = ByteMask::range(off, s.bytes);
   }
-  d.advance_to(d.clock.cycle_at(now));
+  // Accepts may run ahead of picks (the platform's stores reach the buffer up
+  // to a quantum ahead of its egress): the model's clock follows the picks,
+  // and an entry created after the model's cycle is presented when the model
+  // reaches that cycle, so that its age counts as in the behavioural RPM.
+  const std::uint64_t created = d.clock.cycle_at(now);
   int slot = d.find_merge(s);
   if (slot >= 0) {
     Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
@@ -209,37 +215,55 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     e.packet.ready = std::max(e.packet.ready, s.ready);
     ++e.merged;
     e.tags.push_back(s.tag);
+    d.present(static_cast<std::size_t>(slot));
     return;
   }
   slot = d.free_slot(s.dst_gpu);
   if (slot < 0) throw std::logic_error("RTL RPM: partition full (accept without can_accept)");
   Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
-  e = Impl::Entry{true, s, line_of(s), d.cycle, 1, {s.tag}};
+  e = Impl::Entry{true, s, line_of(s), created, false, 0, 1, {s.tag}};
   e.packet.mask = mask;
+  ++d.held;
+  if (created <= d.model->cycle) {
+    d.make_presented(static_cast<std::size_t>(slot));
+  } else {
+    d.deferred.push_back(static_cast<std::size_t>(slot));
+  }
 }
 
 bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& congested, golden::EgressPick& out) {
   Impl& d = *impl_;
   d.advance_to(d.clock.cycle_at(now));
-  if (d.empty()) return false;
-  unsigned cong = 0;
-  for (std::int32_t g = 0; g < d.p.num_gpus; ++g) {
-    if (g == d.p.gpu || static_cast<std::size_t>(g) >= congested.size() || congested[static_cast<std::size_t>(g)] == 0) {
-      continue;
-    }
-    cong |= 1u << d.partition_of(g);
+  if (d.held == 0) return false;
+  // the behavioural RPM picks among every accepted entry, also those accepted
+  // for a later cycle: they are shown for this decision only (not expired,
+  // age 0) and withdrawn before the clock edge, so that their ages start at
+  // their creation cycle
+  for (const std::size_t i : d.deferred) {
+    d.pool[i].presented = true;
+    d.present(i);
   }
-  d.m->gnt_ready_i = 1;
-  d.present(cong);
-  if (!d.m->gnt_valid_o) {
-    d.m->gnt_ready_i = 0;
+  const int granted = d.model->offer(congested);
+  for (const std::size_t i : d.deferred) {
+    d.pool[i].presented = false;
+    if (static_cast<int>(i) != granted) d.present(i);
+  }
+  if (granted < 0) {
+    d.model->decline();
     return false;
   }
-  const std::size_t slot = d.m->gnt_dest_o * kDepth + d.m->gnt_entry_o;
-  d.edge();  // the grant is taken at this edge
-  d.m->gnt_ready_i = 0;
+  const auto slot = static_cast<std::size_t>(granted);
+  const auto it = std::find(d.deferred.begin(), d.deferred.end(), slot);
+  if (it != d.deferred.end()) {
+    d.deferred.erase(it);
+  } else {
+    --d.shown;
+  }
+  d.model->take();  // the grant is taken at this edge; the slot is free after it
   Impl::Entry e = std::move(d.pool[slot]);
   d.pool[slot] = Impl::Entry{};
+  --d.held;
+  d.compact(slot);
   std::uint32_t first = 0;
   while (!((e.packet.mask.bits[first / 64] >> (first % 64)) & 1ULL)) ++first;
   if (is_row_store(e.packet.op)) {
@@ -259,33 +283,28 @@ Tick RtlRuntimePacketManager::next_event(Tick now) const {
   const Impl& d = *impl_;
   if (!d.p.hold_partial) return golden::kNever;
   std::uint64_t soonest = ~0ULL;
-  for (std::uint32_t part = 0; part < kPeers; ++part) {
+  if (d.held == 0) return golden::kNever;
+  const std::uint32_t depth = d.g.entries_per_peer;
+  for (std::uint32_t part = 0; part < d.g.peers; ++part) {
     bool full = true;
-    for (std::uint32_t i = 0; i < kDepth; ++i) full = full && d.pool[part * kDepth + i].valid;
-    for (std::uint32_t i = 0; i < kDepth; ++i) {
-      const Impl::Entry& e = d.pool[part * kDepth + i];
+    for (std::uint32_t i = 0; i < depth; ++i) full = full && d.pool[part * depth + i].valid;
+    for (std::uint32_t i = 0; i < depth; ++i) {
+      const Impl::Entry& e = d.pool[part * depth + i];
       if (!e.valid || full || e.packet.op == Opcode::kFlagWrite || e.packet.mask.full()) continue;
-      const std::uint64_t c = e.created + d.p.timer_cycles;
+      const std::uint64_t c = (e.presented ? e.presented_at : e.created) + d.p.timer_cycles;
       if (c > d.clock.cycle_at(now)) soonest = std::min(soonest, c);
     }
   }
   return soonest == ~0ULL ? golden::kNever : d.clock.tick_of(soonest);
 }
 
-std::size_t RtlRuntimePacketManager::occupancy() const {
-  return static_cast<std::size_t>(
-      std::count_if(impl_->pool.begin(), impl_->pool.end(), [](const Impl::Entry& e) { return e.valid; }));
-}
+std::size_t RtlRuntimePacketManager::occupancy() const { return impl_->held; }
 
 const std::vector<std::uint64_t>& RtlRuntimePacketManager::last_pick_tags() const { return impl_->last_tags; }
-std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->simulated; }
+std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->model->simulated; }
 std::uint64_t RtlRuntimePacketManager::cycles_skipped() const { return impl_->skipped; }
+std::uint64_t RtlRuntimePacketManager::cycles_forwarded() const { return impl_->model->forwarded; }
 
-void RtlRuntimePacketManager::trace_to(const std::string& fst_path) {
-  if (impl_->trace) impl_->trace->close();
-  impl_->trace = std::make_unique<VerilatedFstC>();
-  impl_->m->trace(impl_->trace.get(), 99);
-  impl_->trace->open(fst_path.c_str());
-}
+void RtlRuntimePacketManager::trace_to(const std::string& fst_path) { impl_->model->trace_to(fst_path); }
 
 }  // namespace moehub::cosim

@@ -37,29 +37,35 @@ struct AauParams {
   std::uint32_t region_full_retry_cycles = 64;
 };
 
+// The platform reaches the AAU through this class (registration, local
+// stores, statistics); the RTL co-simulation adapter (tb/cosim) derives from
+// it and overrides the virtual members.
 class AddressAllocationUnit : public IngressFunction {
  public:
   explicit AddressAllocationUnit(const AauParams& p);
 
   /// rowspMalloc's MMIO registration in this GPU's hub; returns the MallocID.
-  std::uint32_t rowsp_malloc(std::uint64_t base_address, std::uint32_t row_bytes, std::uint64_t capacity_rows);
+  virtual std::uint32_t rowsp_malloc(std::uint64_t base_address, std::uint32_t row_bytes,
+                                     std::uint64_t capacity_rows);
   /// Region reused: RowPointer to 0, its RAT entries and spilled mappings dropped.
-  void reinit_region(std::uint32_t malloc_id);
+  virtual void reinit_region(std::uint32_t malloc_id);
   /// Region released: flushed as by reinit_region, then its APT entry freed.
-  void free_region(std::uint32_t malloc_id);
+  virtual void free_region(std::uint32_t malloc_id);
 
   /// A write from the fabric. Row stores must name a region of this GPU and
   /// lie within one row (std::out_of_range / std::logic_error otherwise).
   IngressResult on_write(const StoreRequest& w, Tick now) override;
   /// A row store of this GPU's own producer to its local experts: same mapping.
-  IngressResult on_local_store(const StoreRequest& w, Tick now);
+  virtual IngressResult on_local_store(const StoreRequest& w, Tick now);
 
   std::uint64_t address_of(std::uint32_t malloc_id, std::int64_t local_row_id, std::uint32_t row_offset) const;
   const AllocationPointerTable& apt() const { return apt_; }
   const RowAllocationTable& rat() const { return rat_; }
   const HubClock& clock() const { return clock_; }
   /// Row-store writes refused because their region was full.
-  std::uint64_t stalled_writes() const { return stalled_; }
+  virtual std::uint64_t stalled_writes() const { return stalled_; }
+  /// The RAT's counters (rat().stats() here).
+  virtual RatStats rat_stats() const { return rat_.stats(); }
 
  private:
   IngressResult translate(const StoreRequest& w, Tick now);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,9 +112,31 @@ struct HubFunctions {
   std::unique_ptr<CompletionFunction> completion;
 };
 
-/// Names accepted by make_hub_functions.
+/// Names accepted by make_hub_functions: the built-in ones
+/// ("address-centric", "moehub"), then the registered ones in name order.
 std::vector<std::string> hub_implementations();
 /// Builds the named implementation; throws std::invalid_argument for an unknown name.
 HubFunctions make_hub_functions(const std::string& implementation, const HubParams& params);
+
+struct AauParams;
+struct RpmParams;
+/// The parameters of the "moehub" implementation's AAU and RPM (also used by
+/// registered implementations of the same units).
+AauParams aau_params_from(const HubParams& p);
+RpmParams rpm_params_from(const HubParams& p);
+
+/// Builds the functions of one hub from its parameters.
+using HubFunctionsFactory = std::function<HubFunctions(const HubParams&)>;
+/// Adds an implementation that a separately built library provides (the RTL
+/// co-simulation registers "rtl"); registering a name again replaces its
+/// factory. The built-in names cannot be replaced (std::invalid_argument).
+/// Not thread-safe: register before the first simulation is built.
+void register_hub_implementation(const std::string& name, HubFunctionsFactory factory);
+
+/// Called with every HubFunctions that make_hub_functions builds, after the
+/// implementation's factory (e.g. to wrap the functions with recorders of
+/// what they compute); an empty function removes it. Not thread-safe.
+using HubFunctionsObserver = std::function<void(HubFunctions&, const HubParams&)>;
+void set_hub_functions_observer(HubFunctionsObserver observer);
 
 }  // namespace moehub::golden

@@ -1,0 +1,226 @@
+// The clocking of one Verilated moehub_rpm_sched with the C++ buffer pool in
+// front of it, for any geometry it was Verilated with (internal to the
+// co-simulation library; the public class is RtlRuntimePacketManager in
+// rtl_rpm.hpp, which documents the behaviour).
+//
+// RpmModelT<V> keeps the pool's presentation (valid, full, priority, RowID
+// per slot) on the model's ports and rewrites a slot's bits only when the
+// slot changes; ports of any width (integral or VlWide) are handled. Each
+// geometry's model is instantiated in a generated source (tb/CMakeLists.txt)
+// and listed by rpm_models().
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <verilated.h>
+#include <verilated_fst_c.h>
+
+#include "rtl_rpm.hpp"
+
+namespace moehub::cosim::detail {
+
+/// What the pool presents for one slot.
+struct RpmSlot {
+  bool valid = false, full = false, prio = false;
+  std::uint32_t row = 0;
+};
+
+class RpmModel {
+ public:
+  virtual ~RpmModel() = default;
+  /// Presents slot `i`.
+  virtual void set_slot(std::uint32_t i, const RpmSlot& s) = 0;
+  /// Steps `n` clock edges with no grant taken.
+  virtual void step(std::uint64_t n) = 0;
+  /// With the peer-indexed `congested` mask: the slot the scheduler grants
+  /// now, or -1. A grant must be followed by take() or decline().
+  virtual int offer(const std::vector<std::uint8_t>& congested) = 0;
+  /// The grant is taken at the clock edge that ends the current cycle.
+  virtual void take() = 0;
+  virtual void decline() = 0;
+  /// The pool moved the entry of slot `from` to slot `to`: its age counter
+  /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
+  virtual void move_age(std::uint32_t from, std::uint32_t to) = 0;
+  virtual void clear_age(std::uint32_t slot) = 0;
+  virtual void trace_to(const std::string& fst_path) = 0;
+
+  std::uint64_t cycle = 0;  ///< the hub cycle the model is in
+  std::uint64_t simulated = 0;
+  std::uint64_t forwarded = 0;  ///< cycles whose age increments were added without clocking the model
+};
+
+struct RpmModelEntry {
+  RtlRpmGeometry geometry;
+  std::unique_ptr<RpmModel> (*make)(const golden::RpmParams&);
+};
+/// The geometries this build Verilated (generated source).
+const std::vector<RpmModelEntry>& rpm_models();
+
+/// Bit `i` of a port of any width.
+template <class P>
+void put_bit(P& port, unsigned i, bool v) {
+  if constexpr (std::is_integral_v<P>) {
+    const P m = static_cast<P>(P{1} << i);
+    port = static_cast<P>(v ? (port | m) : (port & static_cast<P>(~m)));
+  } else {
+    const EData m = 1U << (i % 32);
+    port[i / 32] = v ? (port[i / 32] | m) : (port[i / 32] & ~m);
+  }
+}
+
+/// Bit `i` of a port or signal of any width.
+template <class P>
+bool get_bit(const P& port, unsigned i) {
+  if constexpr (std::is_integral_v<P>) {
+    return ((port >> i) & 1U) != 0;
+  } else {
+    return ((port[i / 32] >> (i % 32)) & 1U) != 0;
+  }
+}
+
+template <class V>
+class RpmModelT final : public RpmModel {
+ public:
+  RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
+      : p_(p), g_(g), ctx_(std::make_unique<VerilatedContext>()),
+        valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
+    ctx_->traceEverOn(true);
+    m_ = std::make_unique<V>(ctx_.get());
+    m_->clk_i = 0;
+    m_->gnt_ready_i = 0;
+    m_->congested_i = 0;
+    m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
+    m_->drain_i = !p.hold_partial;
+    m_->rst_ni = 1;
+    m_->eval();
+    m_->rst_ni = 0;
+    m_->eval();
+    m_->rst_ni = 1;
+    m_->eval();
+  }
+  ~RpmModelT() override {
+    // Verilator 5.006 unregisters a model's scopes from the calling thread's
+    // current context, which is the context of the model used last (possibly
+    // destroyed already): make it this model's own
+    Verilated::threadContextp(ctx_.get());
+    m_->final();
+    if (trace_) trace_->close();
+    trace_.reset();
+    m_.reset();
+  }
+  RpmModelT(const RpmModelT&) = delete;
+  RpmModelT& operator=(const RpmModelT&) = delete;
+
+  void set_slot(std::uint32_t i, const RpmSlot& s) override {
+    valid_[i] = s.valid;
+    put_bit(m_->entry_valid_i, i, s.valid);
+    put_bit(m_->entry_full_i, i, s.full);
+    put_bit(m_->entry_prio_i, i, s.prio);
+    for (unsigned b = 0; b < g_.row_id_bits; ++b) put_bit(m_->entry_row_i, i * g_.row_id_bits + b, (s.row >> b) & 1U);
+  }
+
+  void step(std::uint64_t n) override {
+    m_->gnt_ready_i = 0;
+    m_->congested_i = 0;
+    if (trace_ || n < 2) {
+      for (std::uint64_t k = 0; k < n; ++k) edge();
+      return;
+    }
+    // No grant is taken and the inputs hold: the only state that moves is the
+    // age counters (valid: + 1 saturating; invalid: 0). One clock edge brings
+    // every invalid slot to 0, then the rest is added here.
+    edge();
+    const std::uint64_t max = (1ULL << g_.timer_bits) - 1;
+    for (std::uint32_t i = 0; i < valid_.size(); ++i) {
+      if (valid_[i]) set_age(i, std::min(max, age(i) + (n - 1)));
+    }
+    cycle += n - 1;
+    forwarded += n - 1;
+  }
+
+  int offer(const std::vector<std::uint8_t>& congested) override {
+    unsigned cong = 0;
+    for (std::int32_t g = 0; g < p_.num_gpus; ++g) {
+      if (g == p_.gpu || static_cast<std::size_t>(g) >= congested.size() || congested[static_cast<std::size_t>(g)] == 0) {
+        continue;
+      }
+      cong |= 1U << static_cast<unsigned>(g < p_.gpu ? g : g - 1);
+    }
+    m_->congested_i = static_cast<std::remove_reference_t<decltype(m_->congested_i)>>(cong);
+    m_->gnt_ready_i = 1;
+    m_->eval();
+    low_pending_ = false;
+    if (!m_->gnt_valid_o) {
+      m_->gnt_ready_i = 0;
+      return -1;
+    }
+    return static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
+  }
+  void take() override {
+    edge();
+    m_->gnt_ready_i = 0;
+  }
+  void decline() override { m_->gnt_ready_i = 0; }
+
+  void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
+  void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
+
+  void trace_to(const std::string& fst_path) override {
+    if (trace_) trace_->close();
+    trace_ = std::make_unique<VerilatedFstC>();
+    m_->trace(trace_.get(), 99);
+    trace_->open(fst_path.c_str());
+  }
+
+ private:
+  std::uint64_t age(std::uint32_t i) const {
+    const auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    const unsigned w = g_.timer_bits;
+    std::uint64_t v = 0;
+    for (unsigned b = 0; b < w; ++b) v |= static_cast<std::uint64_t>(get_bit(a, i * w + b)) << b;
+    return v;
+  }
+  void set_age(std::uint32_t i, std::uint64_t v) {
+    auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    const unsigned w = g_.timer_bits;
+    for (unsigned b = 0; b < w; ++b) put_bit(a, i * w + b, ((v >> b) & 1U) != 0);
+  }
+  void edge() {
+    if (trace_) {
+      // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
+      if (low_pending_) m_->eval();
+      trace_->dump(cycle * 10);
+      m_->clk_i = 1;
+      m_->eval();
+      trace_->dump(cycle * 10 + 5);
+      m_->clk_i = 0;
+      m_->eval();
+      low_pending_ = false;
+    } else {
+      // the falling edge is evaluated with the next evaluation (an offer's, or
+      // here before the next rising edge): only the rising edge moves state
+      if (low_pending_) m_->eval();
+      m_->clk_i = 1;
+      m_->eval();
+      m_->clk_i = 0;
+      low_pending_ = true;
+    }
+    ++cycle;
+    ++simulated;
+  }
+
+  golden::RpmParams p_;
+  RtlRpmGeometry g_;
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<V> m_;
+  std::unique_ptr<VerilatedFstC> trace_;
+  std::vector<bool> valid_;  // entry_valid_i as presented
+  bool low_pending_ = false;  // clk_i fell after the last evaluation
+};
+
+}  // namespace moehub::cosim::detail
