@@ -235,6 +235,21 @@ int main(int argc, char** argv) {
       }
       req.system.hub.implementation = *hub_impl;
     }
+    {
+      // the system file may name an implementation this build lacks ("rtl"
+      // without Verilator): say so before anything runs
+      bool built = false;
+      std::string allowed;
+      for (const auto& n : moehub::golden::hub_implementations()) {
+        built = built || n == req.system.hub.implementation;
+        allowed += (allowed.empty() ? "'" : ", '") + n + "'";
+      }
+      if (!built) {
+        throw moehub::ConfigError(req.system.source_file, "hub.implementation",
+                                  "'" + req.system.hub.implementation +
+                                      "' is not built into this moehub-sim (rtl needs Verilator); built: " + allowed);
+      }
+    }
     if (!rtl_trace.empty()) {
       if (req.system.hub.implementation != "rtl") {
         throw moehub::ConfigError("<command line>", "--rtl-trace", "needs --hub-impl rtl");

@@ -482,7 +482,7 @@ void read_host(StrictMap m, HostConfig& h) {
 }
 
 void read_hub(StrictMap m, HubConfig& h) {
-  h.implementation = m.get_enum("implementation", {"address-centric", "moehub"});
+  h.implementation = m.get_enum("implementation", {"address-centric", "moehub", "rtl"});
   h.clock_ghz = number_key(m, "clock_ghz");
   h.write_buffer_entries = int_key(m, "write_buffer_entries");
   h.rat_entries = int_key(m, "rat_entries");

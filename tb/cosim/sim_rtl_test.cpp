@@ -229,6 +229,28 @@ TEST(SimRtl, ComparisonSeesADifferentRun) {
   fs::remove_all(d);
 }
 
+// hub.implementation: rtl in the system file selects the RTL as --hub-impl
+// does: --rtl-trace (which needs the rtl implementation) then writes the
+// blocks' waveforms.
+TEST(SimRtl, SystemFileSelectsTheRtl) {
+  const fs::path d = temp_dir("yaml");
+  std::string text = slurp(fs::path(MOEHUB_SOURCE_DIR) / "configs/systems/dgx-h800.yaml");
+  const std::size_t at = text.find("\n  implementation: ");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t eol = text.find('\n', at + 1);
+  text.replace(at, eol - at, "\n  implementation: rtl");
+  const fs::path sys = d / "rtl.yaml";
+  std::ofstream(sys) << text;
+  const std::string cmd = std::string(MOEHUB_SIM_BINARY) + " " + kTinyJob + " --system " + sys.string() +
+                          " --rtl-trace " + (d / "wave").string() + " --quiet --no-timeline --results " +
+                          (d / "r.json").string() + " >/dev/null 2>" + (d / "err.txt").string();
+  const int rc = std::system(cmd.c_str());
+  ASSERT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(d / "err.txt");
+  EXPECT_TRUE(fs::exists(d / "wave" / "gpu0_aau.fst"));
+  EXPECT_TRUE(fs::exists(d / "wave" / "gpu7_rpm.fst"));
+  fs::remove_all(d);
+}
+
 TEST(SimRtl, WritesWaveformsAndRefusesUnbuiltGeometries) {
   const fs::path d = temp_dir("wave");
   const std::string sim = std::string(MOEHUB_SIM_BINARY) + " ";
