@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/config_loader.hpp"
 #include "golden/hub_functions.hpp"
@@ -124,6 +126,17 @@ void check_output_path(const std::string& flag, const std::string& path) {
   }
 }
 
+/// 'a', 'b', 'c': the allowed values of an option, for its error message.
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 }  // namespace
 
 // Our own main(): it takes precedence over the one in libsystemc (which would
@@ -217,38 +230,22 @@ int main(int argc, char** argv) {
 #ifdef MOEHUB_HAVE_RTL
     moehub::cosim::register_rtl_hub(rtl_trace);
 #endif
+    // the implementations this build has ("rtl" only with Verilator)
+    const auto impls = moehub::golden::hub_implementations();
+    const std::string allowed = quoted_list(impls);
     if (hub_impl) {
-      const auto impls = moehub::golden::hub_implementations();
-      std::string allowed;
-      bool known = false;
-      for (const auto& n : impls) {
-        known = known || n == *hub_impl;
-        allowed += (allowed.empty() ? "'" : ", '") + n + "'";
-      }
-      if (!known && *hub_impl == "rtl") {
+      if (!contains(impls, *hub_impl)) {
         throw moehub::ConfigError("<command line>", "--hub-impl",
-                                  "rtl implementation not built (Verilator missing); built: " + allowed);
-      }
-      if (!known) {
-        throw moehub::ConfigError("<command line>", "--hub-impl",
-                                  "must be one of " + allowed + " (got '" + *hub_impl + "')");
+                                  *hub_impl == "rtl"
+                                      ? "rtl implementation not built (Verilator missing); built: " + allowed
+                                      : "must be one of " + allowed + " (got '" + *hub_impl + "')");
       }
       req.system.hub.implementation = *hub_impl;
-    }
-    {
-      // the system file may name an implementation this build lacks ("rtl"
-      // without Verilator): say so before anything runs
-      bool built = false;
-      std::string allowed;
-      for (const auto& n : moehub::golden::hub_implementations()) {
-        built = built || n == req.system.hub.implementation;
-        allowed += (allowed.empty() ? "'" : ", '") + n + "'";
-      }
-      if (!built) {
-        throw moehub::ConfigError(req.system.source_file, "hub.implementation",
-                                  "'" + req.system.hub.implementation +
-                                      "' is not built into this moehub-sim (rtl needs Verilator); built: " + allowed);
-      }
+    } else if (!contains(impls, req.system.hub.implementation)) {
+      // the system file names an implementation this build lacks
+      throw moehub::ConfigError(req.system.source_file, "hub.implementation",
+                                "'" + req.system.hub.implementation +
+                                    "' is not built into this moehub-sim (rtl needs Verilator); built: " + allowed);
     }
     if (!rtl_trace.empty()) {
       if (req.system.hub.implementation != "rtl") {
@@ -275,15 +272,9 @@ int main(int argc, char** argv) {
                                 "must be in 1.." + std::to_string(req.system.gpu.num_sms) + " (got " +
                                     std::to_string(comm_sms) + ")");
     }
-    bool known = false;
-    std::string allowed;
-    for (const auto& n : moehub::schedule_names()) {
-      known = known || n == schedule;
-      allowed += (allowed.empty() ? "'" : ", '") + n + "'";
-    }
-    if (!known) {
+    if (const auto names = moehub::schedule_names(); !contains(names, schedule)) {
       throw moehub::ConfigError("<command line>", "--schedule",
-                                "must be one of " + allowed + " (got '" + schedule + "')");
+                                "must be one of " + quoted_list(names) + " (got '" + schedule + "')");
     }
     const double max_sim_time_limit_us = moehub::ticks_to_us(moehub::RunRequest::kMaxSimTimeLimit);
     if (!(max_sim_time_us >= 1e-6 && max_sim_time_us <= max_sim_time_limit_us)) {
