@@ -20,7 +20,8 @@
 #include <vector>
 
 #include <verilated.h>
-#include <verilated_fst_c.h>
+
+#include "verilated_model.hpp"
 
 #include "rtl_aau.hpp"
 
@@ -69,13 +70,14 @@ void put(P& port, T v) {
 }
 
 template <class V>
-class AauModelT final : public AauModel {
+class AauModelT final : public AauModel, private VerilatedModel<V> {
+  using VerilatedModel<V>::m_;
+  using VerilatedModel<V>::trace_;
+
  public:
   static constexpr std::uint64_t kMaxCycles = 1000000;  // a translation that takes longer is a model fault
 
-  explicit AauModelT(const golden::AauParams& p) : p_(p), ctx_(std::make_unique<VerilatedContext>()) {
-    ctx_->traceEverOn(true);
-    m_ = std::make_unique<V>(ctx_.get());
+  explicit AauModelT(const golden::AauParams& p) : p_(p) {
     m_->clk_i = 0;
     m_->cfg_valid_i = 0;
     m_->req_valid_i = 0;
@@ -83,25 +85,8 @@ class AauModelT final : public AauModel {
     m_->spill_ready_i = 1;
     m_->restore_req_ready_i = 1;
     m_->restore_rsp_valid_i = 0;
-    m_->rst_ni = 1;
-    m_->eval();
-    m_->rst_ni = 0;
-    m_->eval();
-    m_->rst_ni = 1;
-    m_->eval();
+    this->reset_pulse();
   }
-  ~AauModelT() override {
-    // Verilator 5.006 unregisters a model's scopes from the calling thread's
-    // current context, which is the context of the model used last (possibly
-    // destroyed already): make it this model's own
-    Verilated::threadContextp(ctx_.get());
-    m_->final();
-    if (trace_) trace_->close();
-    trace_.reset();
-    m_.reset();
-  }
-  AauModelT(const AauModelT&) = delete;
-  AauModelT& operator=(const AauModelT&) = delete;
 
   void configure(std::uint32_t region, bool flush, const AauRegionCfg& r) override {
     m_->cfg_valid_i = 1;
@@ -173,12 +158,7 @@ class AauModelT final : public AauModel {
     }
   }
 
-  void trace_to(const std::string& fst_path) override {
-    if (trace_) trace_->close();
-    trace_ = std::make_unique<VerilatedFstC>();
-    m_->trace(trace_.get(), 99);
-    trace_->open(fst_path.c_str());
-  }
+  void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
   void edge() {
@@ -199,9 +179,6 @@ class AauModelT final : public AauModel {
   }
 
   golden::AauParams p_;
-  std::unique_ptr<VerilatedContext> ctx_;
-  std::unique_ptr<V> m_;
-  std::unique_ptr<VerilatedFstC> trace_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> spill_area_;  // the device memory's spill area
 };
 

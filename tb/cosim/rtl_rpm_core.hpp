@@ -18,7 +18,8 @@
 #include <vector>
 
 #include <verilated.h>
-#include <verilated_fst_c.h>
+
+#include "verilated_model.hpp"
 
 #include "rtl_rpm.hpp"
 
@@ -84,37 +85,20 @@ bool get_bit(const P& port, unsigned i) {
 }
 
 template <class V>
-class RpmModelT final : public RpmModel {
+class RpmModelT final : public RpmModel, private VerilatedModel<V> {
+  using VerilatedModel<V>::m_;
+  using VerilatedModel<V>::trace_;
+
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), ctx_(std::make_unique<VerilatedContext>()),
-        valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
-    ctx_->traceEverOn(true);
-    m_ = std::make_unique<V>(ctx_.get());
+      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
     m_->clk_i = 0;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
     m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
     m_->drain_i = !p.hold_partial;
-    m_->rst_ni = 1;
-    m_->eval();
-    m_->rst_ni = 0;
-    m_->eval();
-    m_->rst_ni = 1;
-    m_->eval();
+    this->reset_pulse();
   }
-  ~RpmModelT() override {
-    // Verilator 5.006 unregisters a model's scopes from the calling thread's
-    // current context, which is the context of the model used last (possibly
-    // destroyed already): make it this model's own
-    Verilated::threadContextp(ctx_.get());
-    m_->final();
-    if (trace_) trace_->close();
-    trace_.reset();
-    m_.reset();
-  }
-  RpmModelT(const RpmModelT&) = delete;
-  RpmModelT& operator=(const RpmModelT&) = delete;
 
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
     valid_[i] = s.valid;
@@ -170,12 +154,7 @@ class RpmModelT final : public RpmModel {
   void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
   void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
 
-  void trace_to(const std::string& fst_path) override {
-    if (trace_) trace_->close();
-    trace_ = std::make_unique<VerilatedFstC>();
-    m_->trace(trace_.get(), 99);
-    trace_->open(fst_path.c_str());
-  }
+  void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
   std::uint64_t age(std::uint32_t i) const {
@@ -216,9 +195,6 @@ class RpmModelT final : public RpmModel {
 
   golden::RpmParams p_;
   RtlRpmGeometry g_;
-  std::unique_ptr<VerilatedContext> ctx_;
-  std::unique_ptr<V> m_;
-  std::unique_ptr<VerilatedFstC> trace_;
   std::vector<bool> valid_;  // entry_valid_i as presented
   bool low_pending_ = false;  // clk_i fell after the last evaluation
 };
