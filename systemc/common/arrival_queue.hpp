@@ -92,9 +92,16 @@ class ArrivalQueue : public sc_core::sc_module {
     }
     // the head moves to this entry only if it arrives earlier (ties: the
     // older entry goes first)
-    if (size_ == 0 || arrival < head(head_src_).t) head_src_ = src;
+    const bool new_head = size_ == 0 || arrival < head(head_src_).t;
+    if (new_head) head_src_ = src;
     ++size_;
-    schedule();
+    // Outside the drain the wake-up set for an unchanged head stands (every
+    // change of the head reschedules). A push made by the drain's own handler
+    // (a credit return that lets a parked packet through to this input)
+    // finds no wake-up set and schedules one, which runs the drain again in
+    // the next delta cycle: kept, as the order of delta cycles decides which
+    // process sees the time step's events first.
+    if (new_head || draining_) schedule();
   }
 
   static constexpr std::size_t kAnyLane = ~std::size_t{0};
@@ -233,6 +240,7 @@ class ArrivalQueue : public sc_core::sc_module {
   }
 
   void drain() {
+    draining_ = true;
     ++wakes_;
     const Tick now = now_ticks();
     wake_at_ = kTickMax;
@@ -253,6 +261,7 @@ class ArrivalQueue : public sc_core::sc_module {
       assert(e.t >= last_ && "arrival order violated");
       last_ = std::max(last_, e.t);
     }
+    draining_ = false;
     schedule();
   }
 
@@ -267,6 +276,7 @@ class ArrivalQueue : public sc_core::sc_module {
   std::uint64_t heap_pushes_ = 0;
   sc_core::sc_event wake_ev_;
   Tick wake_at_ = kTickMax;
+  bool draining_ = false;  ///< drain() is running (its handler may push)
   Tick blocked_until_ = 0;
   Tick last_ = 0;
   std::uint64_t seq_ = 0;

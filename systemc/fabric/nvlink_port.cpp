@@ -62,7 +62,8 @@ Tick NvlinkPort::credits_back(std::uint32_t flits) const {
   if (credits_available_ + returning_flits_ < flits) return kTickMax;
   if (memo_valid_ && memo_flits_ == flits) return memo_time_;
   // take the returns in time order (a merge of the lanes) until enough are back
-  std::size_t pos[kLanes] = {};
+  std::size_t pos[kLanes];  // set for the non-empty lanes only (64 words to clear otherwise)
+  for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) pos[__builtin_ctzll(m)] = 0;
   std::uint32_t available = credits_available_;
   Tick when = 0;
   while (available < flits) {

@@ -27,7 +27,11 @@ bool AddressCentricEgress::pick(Tick, const std::vector<std::uint8_t>& congested
     out.store = *it;
     out.merged = 1;
     out.cycles = 0;
-    fifo_.erase(it);
+    if (it == fifo_.begin()) {
+      fifo_.pop_front();  // the usual case, without deque's general erase
+    } else {
+      fifo_.erase(it);
+    }
     return true;
   }
   return false;
