@@ -26,8 +26,13 @@ one machine, given by their common prefix) and fits, on the sizes named by --fit
                            recording: train_forward) and for the backward, from
                            the forward+backward runs.
 
-Reference figure of a size: the smallest of the runs' medians (the machine's host
-is a shared virtual CPU whose slow spells only ever add time).
+Reference figure of a size: the smallest median over every pass of every run (the
+machine's host is a shared virtual CPU whose slow spells only ever add time). A
+run may visit a size several times (megatron_moe_measure.py with repeated
+--tokens): each visit is a pass, told apart by the CSVs' pass column; files
+without that column hold one pass per size. Figures that need the phase split
+take the fastest pass that has phase rows (a run may lack megatron_phases.csv),
+with that pass's own layer time, so that shares and layer come from one pass.
 
 Usage:
   python3 host/scripts/fit_megatron.py docs/results/data/megatron_h200_2026-12-01_run1 \
@@ -50,35 +55,42 @@ MODELS = {  # configs/models: hidden, expert FFN, experts, top-k, shared FFN
 }
 
 
-def read(prefix, name):
+def read(prefix, name, optional=False):
     path = f"{prefix}_{name}.csv"
     if not os.path.exists(path):
+        if optional:
+            sys.stderr.write(f"note: {path} not found; this run's passes give no phase figures\n")
+            return []
         sys.stderr.write(f"error: {path} not found (expected the output of megatron_moe_measure.py)\n")
         sys.exit(2)
     with open(path) as f:
         return list(csv.DictReader(f))
 
 
-def reference(prefixes):
-    """Per (model, impl, mode, tokens): smallest median over the runs, and the run it came from."""
-    best = {}
+def pass_of(run, r):
+    """(run index, pass index) of a row; files without a pass column: one pass per size."""
+    return (run, int(r.get("pass") or 0))
+
+
+def passes(prefixes):
+    """Per (model, impl, mode, tokens): [(median, (run, pass))] over every pass, fastest first."""
+    out = {}
     for i, p in enumerate(prefixes):
         for r in read(p, "layer"):
             key = (r["model"], r["impl"], r["mode"], int(r["tokens"]))
-            v = float(r["layer_us_median"])
-            if key not in best or v < best[key][0]:
-                best[key] = (v, i)
-    return best
-
-
-def by_run(prefixes, name):
-    out = []
-    for p in prefixes:
-        d = {}
-        for r in read(p, name):
-            d.setdefault((r["model"], r.get("mode", ""), int(r["tokens"])), []).append(r)
-        out.append(d)
+            out.setdefault(key, []).append((float(r["layer_us_median"]), pass_of(i, r)))
+    for v in out.values():
+        v.sort()
     return out
+
+
+def by_pass(prefixes, name, optional=False):
+    """Rows per (run, pass, model, mode, tokens)."""
+    d = {}
+    for i, p in enumerate(prefixes):
+        for r in read(p, name, optional):
+            d.setdefault(pass_of(i, r) + (r["model"], r.get("mode", ""), int(r["tokens"])), []).append(r)
+    return d
 
 
 def gemm_time_us(m, n, k, max_eff):
@@ -93,33 +105,40 @@ def main():
     ap.add_argument("--json", help="write the fitted figures here")
     a = ap.parse_args()
     fit = {int(t) for t in a.fit.split(",")}
-    ref = reference(a.prefixes)
-    kern = by_run(a.prefixes, "kernels")
-    phases = by_run(a.prefixes, "phases")
-    nccl = by_run(a.prefixes, "nccl")
+    allp = passes(a.prefixes)
+    ref = {k: v[0] for k, v in allp.items()}  # fastest pass
+    kern = by_pass(a.prefixes, "kernels")
+    phases = by_pass(a.prefixes, "phases", optional=True)
+    nccl = by_pass(a.prefixes, "nccl")
+
+    def with_phases(key):
+        """(layer median, pass) of the fastest pass of key that has phase rows."""
+        model, _, mode, T = key
+        return next((v, ps) for v, ps in allp[key] if ps + (model, mode, T) in phases)
 
     # host-bound fit points: (model, mode, T) with GPU busy under half the layer
     per_launch, hostbound = [], []
-    for (model, impl, mode, T), (lay, run) in sorted(ref.items()):
+    for key, (lay, ps) in sorted(ref.items()):
+        model, impl, mode, T = key
         if impl != "megatron" or T not in fit:
             continue
-        k = next(r for r in kern[run][(model, mode, T)] if r["impl"] == "megatron")
+        k = next(r for r in kern[ps + (model, mode, T)] if r["impl"] == "megatron")
         ops = int(k["kernels"]) + int(k["memcpy"])
         if float(k["gpu_busy_us"]) < 0.5 * lay:
             if mode == "fwd":
                 per_launch.append(lay / ops)
-            hostbound.append((model, mode, T, run, lay))
+            hostbound.append((model, mode, T) + with_phases(key)[::-1])
     L = statistics.median(per_launch)
 
-    sync = statistics.median(float(r["host_us"]) for (model, mode, T, run, lay) in hostbound
-                             for r in phases[run][(model, mode, T)] if r["phase"] == "count_sync")
-    coll = statistics.median(float(r["host_us"]) for d in nccl for rows in d.values() for r in rows
+    sync = statistics.median(float(r["host_us"]) for (model, mode, T, ps, lay) in hostbound
+                             for r in phases[ps + (model, mode, T)] if r["phase"] == "count_sync")
+    coll = statistics.median(float(r["host_us"]) for rows in nccl.values() for r in rows
                              if r["call"] == "all_to_all_tokens")
 
     # launch equivalents per phase at host-bound points, per mode
     eq = {}
-    for model, mode, T, run, lay in hostbound:
-        rows = phases[run][(model, mode, T)]
+    for model, mode, T, ps, lay in hostbound:
+        rows = phases[ps + (model, mode, T)]
         total = sum(float(r["host_us"]) for r in rows)
         for r in rows:
             if r["phase"] == "count_sync":
@@ -154,13 +173,15 @@ def main():
 
     # GEMM efficiency of the per-expert cuBLAS GEMMs at GPU-bound forward sizes (Mixtral)
     ratios = []
-    for (model, impl, mode, T), (lay, run) in sorted(ref.items()):
+    for key in sorted(ref):
+        model, impl, mode, T = key
         if impl != "megatron" or mode != "fwd" or T not in fit or model != "mixtral-8x7b":
             continue
+        lay, ps = with_phases(key)
         H, F, E, k, _ = MODELS[model]
-        rows = [r for r in phases[run][(model, mode, T)] if r["phase"] == "experts"]
+        rows = [r for r in phases[ps + (model, mode, T)] if r["phase"] == "experts"]
         meas = float(rows[0]["device_us"])
-        kr = next(r for r in kern[run][(model, mode, T)] if r["impl"] == "megatron")
+        kr = next(r for r in kern[ps + (model, mode, T)] if r["impl"] == "megatron")
         if float(kr["gpu_busy_us"]) < 0.8 * lay:
             continue
         m = T * k / E
@@ -172,6 +193,8 @@ def main():
     out = {
         "fit_sizes": sorted(fit),
         "host_bound_points": [f"{m} {mo} {t}" for m, mo, t, _, _ in hostbound],
+        "reference_passes": {f"{m} {mo} {t}": f"run {ps[0] + 1} pass {ps[1]}: {lay:.0f} us"
+                             for m, mo, t, ps, lay in hostbound},
         "kernel_launch_us": round(L, 1),
         "stream_sync_us": round(sync, 1),
         "collective_setup_us": round(max(0.0, coll - L), 1),

@@ -27,6 +27,18 @@ forward+backward:
            counts) and of its device-to-host count copy with synchronisation,
            on the ranks this run has.
 
+Sizes may repeat in --tokens (e.g. 128,256,512,256,128): each entry is one
+pass, run in the order given, so that a cost bound to a size (slow at every
+visit) and one bound to a time (slow in some passes, at whatever size) separate.
+Every row carries its pass (position in --tokens), its repeat (which visit of
+that size, from 0) and t_start_s (seconds since the start of the run). Per
+iteration, megatron_iters.csv holds each timed call of the layer pass and of the
+instrumented pass (device and host time, the main thread's CPU time, its context
+switches and minor page faults, garbage collections and cudaMalloc calls during
+the call: a host that was descheduled shows host time without CPU time; a
+process doing more work shows both), and megatron_phase_iters.csv each phase of
+each instrumented iteration.
+
 With one GPU the layer runs at EP = 1 (one rank over NCCL): Megatron-Core then
 bypasses its all-to-alls (world size 1) and keeps everything else; the nccl rows
 give the per-collective costs on that rank. Without Transformer Engine the
@@ -37,14 +49,17 @@ Usage (one rank):
   python3 host/scripts/megatron_moe_measure.py --megatron PATH/TO/Megatron-LM \
       --models mixtral-8x7b,qwen1.5-moe-a2.7b --out OUTDIR
 Writes OUTDIR/megatron_layer.csv, megatron_phases.csv, megatron_kernels.csv,
-megatron_nccl.csv and megatron_meta.json (rank 0); with several ranks (torchrun), each
+megatron_nccl.csv, megatron_iters.csv, megatron_phase_iters.csv and
+megatron_meta.json (rank 0); with several ranks (torchrun), each
 other rank r writes its own megatron_<name>_rank<r>.csv beside them.
 """
 import argparse
 import csv
 import datetime
 import json
+import gc
 import os
+import resource
 import statistics
 import sys
 import time
@@ -59,7 +74,7 @@ def parse_args():
     ap.add_argument("--megatron", required=True, help="root of a Megatron-LM source tree (holds megatron/core)")
     ap.add_argument("--models", default="mixtral-8x7b,qwen1.5-moe-a2.7b", help="comma list of configs/models stems")
     ap.add_argument("--tokens", default="128,256,512,1024,2048,4096,8192,16384,32768",
-                    help="comma list of total token counts")
+                    help="comma list of total token counts, one pass each in this order; a size may repeat")
     ap.add_argument("--modes", default="fwd,fwdbwd", help="fwd and/or fwdbwd")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
@@ -214,23 +229,51 @@ def run_once(torch, layer, x, g, mode):
     return out
 
 
-def time_layer(torch, fn, warmup, iters):
+T0 = time.perf_counter()  # start of the run; t_s and t_start_s count from here
+
+
+def probe(torch):
+    """Host-side counters, read outside the timed window: the main thread's CPU
+    time (s), its involuntary and voluntary context switches and minor page
+    faults, the garbage collections so far, and the caching allocator's
+    cudaMalloc calls so far."""
+    ru = resource.getrusage(resource.RUSAGE_THREAD)
+    return (ru.ru_utime + ru.ru_stime, ru.ru_nivcsw, ru.ru_nvcsw, ru.ru_minflt,
+            sum(st["collections"] for st in gc.get_stats()),
+            torch.cuda.memory_stats().get("segment.all.allocated", 0))
+
+
+def probe_diff(a, b):
+    return [f"{(b[0] - a[0]) * 1e6:.1f}"] + [b[i] - a[i] for i in range(1, 6)]
+
+
+ITER_FIELDS = ["cpu_us", "nivcsw", "nvcsw", "minflt", "gc_collections", "cuda_mallocs"]
+
+
+def time_layer(torch, fn, warmup, iters, record=None):
+    """Median, min, max of the device time and median host time (us) of iters calls
+    after warmup ones; record, if given, gets one row per call: iteration, t_s,
+    device_us, host_us and the probe's differences over the call."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times, host = [], []
-    for _ in range(iters):
+    for i in range(iters):
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
+        p0 = probe(torch) if record is not None else None
         h0 = time.perf_counter()
         e0.record()
         fn()
         e1.record()
         h1 = time.perf_counter()
+        p1 = probe(torch) if record is not None else None
         e1.synchronize()
         times.append(e0.elapsed_time(e1) * 1e3)
         host.append((h1 - h0) * 1e6)
+        if record is not None:
+            record.append([i, f"{h0 - T0:.4f}", f"{times[-1]:.2f}", f"{host[-1]:.2f}"] + probe_diff(p0, p1))
     return statistics.median(times), min(times), max(times), statistics.median(host)
 
 
@@ -442,14 +485,26 @@ def main():
     # (megatron_<name>_rank<r>.csv), so two ranks never write into one file.
     suffix = "" if rank0 else f"_rank{dist.get_rank()}"
     files = {n: open(os.path.join(args.out, f"megatron_{n}{suffix}.csv"), "w", newline="")
-             for n in ("layer", "phases", "kernels", "nccl")}
+             for n in ("layer", "phases", "kernels", "nccl", "iters", "phase_iters")}
     wr = {n: csv.writer(f) for n, f in files.items()}
+    # pass: position of the size in --tokens; repeat: which visit of that size
+    # (from 0); t_start_s: seconds from the start of the run to the pass's start.
+    # Files of runs without repeated sizes lack these columns: one pass per size.
+    pas = ["pass", "repeat", "t_start_s"]
     wr["layer"].writerow(["model", "impl", "mode", "tokens", "layer_us_median", "layer_us_min",
-                          "layer_us_max", "host_us_median"])
-    wr["phases"].writerow(["model", "mode", "tokens", "phase", "device_us", "host_us", "calls"])
+                          "layer_us_max", "host_us_median"] + pas)
+    wr["phases"].writerow(["model", "mode", "tokens", "phase", "device_us", "host_us", "calls"] + pas)
     wr["kernels"].writerow(["model", "impl", "mode", "tokens", "kernels", "memcpy", "memset",
-                            "gpu_span_us", "gpu_busy_us", "gpu_idle_us", "idle_gaps_over_5us"])
-    wr["nccl"].writerow(["model", "tokens", "world_size", "call", "host_us", "device_us", "bytes"])
+                            "gpu_span_us", "gpu_busy_us", "gpu_idle_us", "idle_gaps_over_5us"] + pas)
+    wr["nccl"].writerow(["model", "tokens", "world_size", "call", "host_us", "device_us", "bytes"] + pas)
+    wr["iters"].writerow(["model", "impl", "mode", "tokens", "pass", "repeat", "kind", "iter", "t_s",
+                          "device_us", "host_us"] + ITER_FIELDS)
+    wr["phase_iters"].writerow(["model", "mode", "tokens", "pass", "repeat", "iter", "phase", "device_us",
+                                "host_us", "calls"])
+    meta["tokens_order"] = tokens
+    if rank0:  # written again at the end with the classes; a cut-short run keeps this one
+        with open(os.path.join(args.out, "megatron_meta.json"), "w") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
 
     timer = PhaseTimer(torch)
     for stem in args.models.split(","):
@@ -458,7 +513,12 @@ def main():
         meta.setdefault("experts_class", {})[stem] = type(layer.experts).__name__
         meta.setdefault("dispatcher_class", {})[stem] = type(layer.token_dispatcher).__name__
         instrument(layer, timer)
-        for T in tokens:
+        seen = {}
+        for pass_i, T in enumerate(tokens):
+            repeat = seen.get(T, 0)
+            seen[T] = repeat + 1
+            t_start = f"{time.perf_counter() - T0:.3f}"
+            pas = [pass_i, repeat, t_start]
             t_local = T // W
             x = torch.randn(t_local, 1, m["hidden_size"], device="cuda", dtype=torch.bfloat16,
                             requires_grad=True)
@@ -469,25 +529,41 @@ def main():
                         with torch.no_grad():
                             return run_once(torch, layer, x, g, mode)
                     return run_once(torch, layer, x, g, mode)
-                med, lo, hi, hmed = time_layer(torch, fn, args.warmup, args.iters)
+                rec = []
+                med, lo, hi, hmed = time_layer(torch, fn, args.warmup, args.iters, rec)
                 wr["layer"].writerow([stem, "megatron", mode, T, f"{med:.2f}", f"{lo:.2f}", f"{hi:.2f}",
-                                      f"{hmed:.2f}"])
+                                      f"{hmed:.2f}"] + pas)
+                for row in rec:
+                    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "layer"] + row)
                 # instrumented pass: median over iters of each phase
                 per = {}
-                for _ in range(max(3, args.iters // 2)):
+                for it in range(max(3, args.iters // 2)):
                     torch.cuda.synchronize()
+                    e0 = torch.cuda.Event(enable_timing=True)
+                    e1 = torch.cuda.Event(enable_timing=True)
+                    p0 = probe(torch)
                     timer.start()
+                    h0 = time.perf_counter()
+                    e0.record()
                     fn()
+                    e1.record()
+                    h1 = time.perf_counter()
+                    p1 = probe(torch)
                     for name, (dv, hv, calls) in timer.collect().items():
                         per.setdefault(name, []).append((dv, hv, calls))
+                        wr["phase_iters"].writerow([stem, mode, T, pass_i, repeat, it, name, f"{dv:.2f}",
+                                                    f"{hv:.2f}", calls])
+                    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "instrumented", it,
+                                          f"{h0 - T0:.4f}", f"{e0.elapsed_time(e1) * 1e3:.2f}",
+                                          f"{(h1 - h0) * 1e6:.2f}"] + probe_diff(p0, p1))
                 for name, vals in per.items():
                     wr["phases"].writerow([stem, mode, T, name,
                                            f"{statistics.median(v[0] for v in vals):.2f}",
-                                           f"{statistics.median(v[1] for v in vals):.2f}", vals[0][2]])
+                                           f"{statistics.median(v[1] for v in vals):.2f}", vals[0][2]] + pas)
                 if not args.skip_profile:
                     k = profile_kernels(torch, fn)
                     wr["kernels"].writerow([stem, "megatron", mode, T] + [
-                        f"{v:.2f}" if isinstance(v, float) else v for v in k.values()])
+                        f"{v:.2f}" if isinstance(v, float) else v for v in k.values()] + pas)
                 if rank0:
                     print(f"{stem} megatron {mode} T={T}: {med:.1f} us", flush=True)
             # ideal counterpart (forward only: its backward is the same GEMMs' transposes)
@@ -495,11 +571,11 @@ def main():
             with torch.no_grad():
                 med, lo, hi, hmed = time_layer(torch, fn_i, args.warmup, args.iters)
                 wr["layer"].writerow([stem, "ideal", "fwd", T, f"{med:.2f}", f"{lo:.2f}", f"{hi:.2f}",
-                                      f"{hmed:.2f}"])
+                                      f"{hmed:.2f}"] + pas)
                 if not args.skip_profile:
                     k = profile_kernels(torch, fn_i)
                     wr["kernels"].writerow([stem, "ideal", "fwd", T] + [
-                        f"{v:.2f}" if isinstance(v, float) else v for v in k.values()])
+                        f"{v:.2f}" if isinstance(v, float) else v for v in k.values()] + pas)
             if rank0:
                 print(f"{stem} ideal fwd T={T}: {med:.1f} us", flush=True)
             fn_g = ideal_grouped_fn(torch, m, t_local)
@@ -507,15 +583,15 @@ def main():
                 with torch.no_grad():
                     med, lo, hi, hmed = time_layer(torch, fn_g, args.warmup, args.iters)
                     wr["layer"].writerow([stem, "ideal-grouped", "fwd", T, f"{med:.2f}", f"{lo:.2f}",
-                                          f"{hi:.2f}", f"{hmed:.2f}"])
+                                          f"{hi:.2f}", f"{hmed:.2f}"] + pas)
                     if not args.skip_profile:
                         k = profile_kernels(torch, fn_g)
                         wr["kernels"].writerow([stem, "ideal-grouped", "fwd", T] + [
-                            f"{v:.2f}" if isinstance(v, float) else v for v in k.values()])
+                            f"{v:.2f}" if isinstance(v, float) else v for v in k.values()] + pas)
                 if rank0:
                     print(f"{stem} ideal-grouped fwd T={T}: {med:.1f} us", flush=True)
             for name, (h, d, nbytes) in nccl_costs(torch, m, t_local, args.iters).items():
-                wr["nccl"].writerow([stem, T, W, name, f"{h:.2f}", f"{d:.2f}", nbytes])
+                wr["nccl"].writerow([stem, T, W, name, f"{h:.2f}", f"{d:.2f}", nbytes] + pas)
             for f in files.values():
                 f.flush()
             del x, g, fn_i

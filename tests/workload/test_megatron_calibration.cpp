@@ -1,20 +1,23 @@
 // Holds the megatron schedule on the fitted system (configs/systems/h200-megatron.yaml,
 // kernel counts in MegatronProfile) to the Megatron-Core measurements on one H200
-// (docs/results/data/megatron_h200_2026-12-01_run{1,2}_*.csv) at the sizes the fit
-// (host/scripts/fit_megatron.py) did not use: the layer time within 10 % and every
-// phase that takes at least 5 % of the layer within 20 %, forward and
-// forward+backward. The reference is the range of the runs' medians (the
-// machine's host is a shared virtual CPU; its run-to-run spread is part of what
-// was measured), widened by the tolerance.
+// (docs/results/data/megatron_h200_2026-12-01_run{1,2,3,4}_*.csv) at the sizes the
+// fit (host/scripts/fit_megatron.py) did not use: the layer time within 10 % and
+// every phase that takes at least 5 % of the layer within 20 %, forward and
+// forward+backward. A pass is one visit of a size (runs 3 and 4 visit sizes
+// repeatedly, interleaved); its figure is the median of its iterations. The
+// reference is the range of the pass figures over all runs (the machine's host
+// is a shared virtual CPU whose speed moves by up to 2x within seconds; that
+// spread is part of what was measured), widened by the tolerance.
 //
-// Four of the 16 cases miss the tolerance and are listed in known_deviation():
-// host-bound sizes whose measured time lies above that of the next larger fit
-// size in both runs although they launch about as many operations (within 1 %)
-// and do less GPU work, which no cost of the layer's own work can produce (a constant cost per
-// launch cannot represent it). They are reported as skipped with their
-// figures; MegatronMeasurement.KnownDeviationsDifferOnlyInHostTime holds the
-// raw CSVs to that description, so that the list cannot hide a size where the
-// GPU work or the operations differ (docs/results/megatron-h200.md).
+// Four of the 16 cases are listed in known_deviation(): they missed against
+// runs 1 and 2, and with runs 3 and 4 they fall inside the widened range, but
+// against the median of their passes they still miss (layer -14 %, -33 % and
+// -12 %; Mixtral forward+backward at 256 tokens its expert phase, -24 %), so the
+// band's widening, not the model, brought them in. They are reported as skipped
+// with their figures; MegatronMeasurement.KnownDeviationsDifferOnlyInHostTime
+// holds the raw CSVs to the description of their excess as host time that
+// follows the clock, so that the list cannot hide a size where the GPU work or
+// the operations differ (docs/results/megatron-h200.md).
 //
 // The measurement ran Megatron-Core at one expert-parallel rank; the simulator
 // needs two GPUs or more, so each simulated GPU holds the measured GPU's tokens
@@ -40,7 +43,24 @@ namespace moehub {
 namespace {
 
 const std::string kData = std::string(MOEHUB_SOURCE_DIR) + "/docs/results/data/megatron_h200_2026-12-01_";
-const std::vector<std::string> kRuns = {"run1", "run2"};
+/// The runs, and whether their phase CSV exists. Runs 3 and 4 visit sizes
+/// repeatedly in interleaved order and keep per-iteration records; run 3 kept
+/// its layer, kernel and per-iteration CSVs, but its phase CSVs did not come
+/// back from the machine (run 4 repeats the contested sizes with them).
+struct Run {
+  std::string name;
+  bool has_phases;
+};
+const std::vector<Run> kRuns = {{"run1", true}, {"run2", true}, {"run3", false}, {"run4", true}};
+
+/// One visit of a size: its run and its pass (position in the run's size list;
+/// files without a pass column hold one pass per size).
+using PassKey = std::pair<std::string, int>;
+
+int pass_of(const std::map<std::string, std::string>& r) {
+  const auto it = r.find("pass");
+  return it == r.end() || it->second.empty() ? 0 : std::stoi(it->second);
+}
 
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
   std::ifstream f(path);
@@ -79,48 +99,58 @@ std::string case_name(const testing::TestParamInfo<Case>& i) {
   return m + "_" + i.param.mode + "_" + std::to_string(i.param.tokens);
 }
 
-/// Measured layer time of every run (us).
-std::vector<double> measured_layer(const Case& c) {
-  std::vector<double> v;
+/// Measured layer time (us, the median of the pass's iterations) of every pass of every run.
+std::map<PassKey, double> measured_layer(const Case& c) {
+  std::map<PassKey, double> v;
   for (const auto& run : kRuns) {
-    for (const auto& r : read_csv(kData + run + "_layer.csv")) {
+    for (const auto& r : read_csv(kData + run.name + "_layer.csv")) {
       if (r.at("model") == c.model && r.at("impl") == "megatron" && r.at("mode") == c.mode &&
           std::stoll(r.at("tokens")) == c.tokens) {
-        v.push_back(std::stod(r.at("layer_us_median")));
+        v[{run.name, pass_of(r)}] = std::stod(r.at("layer_us_median"));
       }
     }
   }
   return v;
 }
 
-/// Per run, the profiler's row of a case: operations launched (kernels, copies,
+std::vector<double> values(const std::map<PassKey, double>& m) {
+  std::vector<double> v;
+  for (const auto& [k, x] : m) v.push_back(x);
+  return v;
+}
+
+/// Per pass, the profiler's row of a case: operations launched (kernels, copies,
 /// memsets) and GPU busy time (us).
-std::vector<std::pair<int, double>> measured_work(const std::string& model, const std::string& mode,
-                                                  std::int64_t tokens) {
-  std::vector<std::pair<int, double>> v;
+std::map<PassKey, std::pair<int, double>> measured_work(const Case& c) {
+  std::map<PassKey, std::pair<int, double>> v;
   for (const auto& run : kRuns) {
-    for (const auto& r : read_csv(kData + run + "_kernels.csv")) {
-      if (r.at("model") == model && r.at("impl") == "megatron" && r.at("mode") == mode &&
-          std::stoll(r.at("tokens")) == tokens) {
-        v.emplace_back(std::stoi(r.at("kernels")) + std::stoi(r.at("memcpy")) + std::stoi(r.at("memset")),
-                       std::stod(r.at("gpu_busy_us")));
+    for (const auto& r : read_csv(kData + run.name + "_kernels.csv")) {
+      if (r.at("model") == c.model && r.at("impl") == "megatron" && r.at("mode") == c.mode &&
+          std::stoll(r.at("tokens")) == c.tokens) {
+        v[{run.name, pass_of(r)}] = {
+            std::stoi(r.at("kernels")) + std::stoi(r.at("memcpy")) + std::stoi(r.at("memset")),
+            std::stod(r.at("gpu_busy_us"))};
       }
     }
   }
   return v;
 }
 
-/// Held-out cases where the model misses the tolerance, with what the runs showed:
-/// all host-bound, at sizes whose measured time lies off its neighbours' in both
-/// runs (a constant cost per launch predicts one host-bound plateau). They run,
-/// print their figures and are reported as skipped; docs/results/megatron-h200.md
-/// lists them.
+/// Held-out cases where the model misses the tolerance against the median of the
+/// measured passes, with what the passes showed (per-pass medians, us; simulated
+/// in the comment): all host-bound at unchanged work, slow in some passes and not
+/// in others. They run, print their figures and are reported as skipped;
+/// docs/results/megatron-h200.md lists them.
 bool known_deviation(const Case& c) {
   static const std::vector<std::tuple<std::string, std::string, std::int64_t>> k = {
-      {"mixtral-8x7b", "fwd", 256},          // measured 3056..5169 us; 128: 2374, 512: 2809
-      {"mixtral-8x7b", "fwdbwd", 256},       // measured 11092..11447 us; 128: 10111, 512: 9722
-      {"qwen1.5-moe-a2.7b", "fwd", 4096},    // measured 23279..23518 us; 1024: 14789, 8192: 13348
-      {"qwen1.5-moe-a2.7b", "fwdbwd", 4096}, // measured 58826..60261 us; 8192: 52416
+      // 2904..5169, median 3056 (7 passes); simulated 2615
+      {"mixtral-8x7b", "fwd", 256},
+      // 9136..12682, median 11092; layer holds, expert phase 2183 against a median of 2876
+      {"mixtral-8x7b", "fwdbwd", 256},
+      // 16991..26209, median 23279 (7 passes); simulated 15672
+      {"qwen1.5-moe-a2.7b", "fwd", 4096},
+      // 39275..68089, median 58826 (7 passes); simulated 51622
+      {"qwen1.5-moe-a2.7b", "fwdbwd", 4096},
   };
   return std::find(k.begin(), k.end(), std::make_tuple(c.model, c.mode, c.tokens)) != k.end();
 }
@@ -135,22 +165,26 @@ std::string sim_phase(const std::string& p) {
   return m.at(p);
 }
 
-/// Per run, the measured time of each simulator phase, scaled so that the
-/// (instrumented) phases add up to that run's uninstrumented layer time.
+/// Per pass of the runs that have phase CSVs, the measured time of each
+/// simulator phase, scaled so that the (instrumented) phases add up to that
+/// pass's uninstrumented layer time.
 std::vector<std::map<std::string, double>> measured_phases(const Case& c) {
   std::vector<std::map<std::string, double>> out;
   const auto layers = measured_layer(c);
-  for (std::size_t i = 0; i < kRuns.size(); ++i) {
-    std::map<std::string, double> ph;
-    double total = 0;
-    for (const auto& r : read_csv(kData + kRuns[i] + "_phases.csv")) {
+  for (const auto& run : kRuns) {
+    if (!run.has_phases) continue;
+    std::map<int, std::map<std::string, double>> ph;
+    std::map<int, double> total;
+    for (const auto& r : read_csv(kData + run.name + "_phases.csv")) {
       if (r.at("model") == c.model && r.at("mode") == c.mode && std::stoll(r.at("tokens")) == c.tokens) {
-        ph[sim_phase(r.at("phase"))] += std::stod(r.at("device_us"));
-        total += std::stod(r.at("device_us"));
+        ph[pass_of(r)][sim_phase(r.at("phase"))] += std::stod(r.at("device_us"));
+        total[pass_of(r)] += std::stod(r.at("device_us"));
       }
     }
-    for (auto& [k, v] : ph) v *= layers.at(i) / total;
-    out.push_back(ph);
+    for (auto& [pass, m] : ph) {
+      for (auto& [k, v] : m) v *= layers.at({run.name, pass}) / total.at(pass);
+      out.push_back(m);
+    }
   }
   return out;
 }
@@ -175,38 +209,79 @@ std::map<std::string, double> simulated_phases(const nlohmann::ordered_json& res
   return ph;
 }
 
-// The known deviations are host time at unchanged work: in every run the layer
-// is host-bound (GPU busy under half of it), launches at most 1 % more
-// operations than at the next larger fit size (Qwen forward+backward at 4,096
-// tokens: 1,284 against 1,277, 0.2 ms at the fitted launch cost), keeps the
-// GPU busy no longer than there, and yet takes longer (reference: the smaller
-// of the runs' medians, as the fit takes it). A layer whose operations and GPU
-// work do not grow cannot cost more by itself; the excess is the measured
-// host's, which the model prices at one cost per launch.
+// The known deviations are host time at unchanged work, and that host time
+// follows the clock, not the size.
+// Work: in every run the case launches at most 1 % more operations than the
+// next larger fit size (Qwen forward+backward at 4,096 tokens: 1,284-1,288
+// against 1,277, 0.4 ms at the fitted launch cost) and keeps the GPU busy no
+// longer than there; across all its passes its GPU busy time varies by under
+// 5 % while its layer time varies by more than the band, and in its median pass
+// the GPU is busy under half the layer (host-bound). A layer whose operations
+// and GPU work do not change cannot change its time by itself.
+// Time: in the interleaved runs (3 and 4: sizes visited repeatedly in mixed
+// order, per-iteration records), the size's own passes spread wider than the
+// test's band (slowest over fastest above 1.1 / 0.9), and some pass of a smaller
+// size, with less work, took longer than this size's fastest pass: the slow
+// spells of the measured host come and go with time and fall on whatever size
+// runs then, so no term in the size can follow them.
 TEST(MegatronMeasurement, KnownDeviationsDifferOnlyInHostTime) {
+  const std::vector<std::string> interleaved = {"run3", "run4"};
+  const auto is_interleaved = [&](const PassKey& k) {
+    return std::find(interleaved.begin(), interleaved.end(), k.first) != interleaved.end();
+  };
   const std::vector<std::pair<Case, std::int64_t>> cases = {  // case, next larger fit size
       {{"mixtral-8x7b", "fwd", 256}, 512},
       {{"mixtral-8x7b", "fwdbwd", 256}, 512},
       {{"qwen1.5-moe-a2.7b", "fwd", 4096}, 8192},
       {{"qwen1.5-moe-a2.7b", "fwdbwd", 4096}, 8192}};
   for (const auto& [c, next] : cases) {
+    SCOPED_TRACE(c.model + " " + c.mode + " " + std::to_string(c.tokens));
     ASSERT_TRUE(known_deviation(c));
-    const Case n{c.model, c.mode, next};
     const auto lay = measured_layer(c);
-    const auto lay_next = measured_layer(n);
-    const auto work = measured_work(c.model, c.mode, c.tokens);
-    const auto work_next = measured_work(c.model, c.mode, next);
-    ASSERT_EQ(lay.size(), kRuns.size());
-    ASSERT_EQ(work.size(), kRuns.size());
-    ASSERT_EQ(work_next.size(), kRuns.size());
-    for (std::size_t i = 0; i < kRuns.size(); ++i) {
-      SCOPED_TRACE(c.model + " " + c.mode + " " + std::to_string(c.tokens) + " " + kRuns[i]);
-      EXPECT_LT(work[i].second, 0.5 * lay[i]);         // host-bound
-      EXPECT_LE(work[i].first, 1.01 * work_next[i].first);  // at most 1 % more operations than the larger size
-      EXPECT_LE(work[i].second, work_next[i].second);   // no more GPU work
+    const auto work = measured_work(c);
+    const auto work_next = measured_work({c.model, c.mode, next});
+    ASSERT_EQ(work.size(), lay.size());
+    int compared = 0;  // runs with a pass of the next size (run 4 did not visit 8,192)
+    for (const auto& run : kRuns) {
+      int ops_next = 0;
+      double busy_next = 0;
+      for (const auto& [k, w] : work_next) {
+        if (k.first != run.name) continue;
+        ops_next = ops_next == 0 ? w.first : std::min(ops_next, w.first);
+        busy_next = busy_next == 0 ? w.second : std::min(busy_next, w.second);
+      }
+      if (ops_next == 0) continue;
+      ++compared;
+      for (const auto& [k, w] : work) {
+        if (k.first != run.name) continue;
+        SCOPED_TRACE(run.name + " pass " + std::to_string(k.second));
+        EXPECT_LE(w.first, 1.01 * ops_next);  // at most 1 % more operations than the larger size
+        EXPECT_LE(w.second, busy_next);       // no more GPU work
+      }
     }
-    EXPECT_GT(*std::min_element(lay.begin(), lay.end()), *std::min_element(lay_next.begin(), lay_next.end()))
-        << c.model << " " << c.mode << " " << c.tokens;  // and still slower
+    EXPECT_GE(compared, 3);
+    std::vector<double> busy, layers = values(lay);
+    for (const auto& [k, w] : work) busy.push_back(w.second);
+    std::sort(layers.begin(), layers.end());
+    const double median = layers[layers.size() / 2];
+    EXPECT_LT(*std::max_element(busy.begin(), busy.end()), 0.5 * median);  // host-bound in its median pass
+    EXPECT_LT(*std::max_element(busy.begin(), busy.end()), 1.05 * *std::min_element(busy.begin(), busy.end()));
+    // time, not size: the interleaved runs' passes of this size and of the smaller ones
+    double fastest = 0, slowest = 0, slower_smaller = 0;
+    for (const auto& [k, v] : lay) {
+      if (!is_interleaved(k)) continue;
+      fastest = fastest == 0 ? v : std::min(fastest, v);
+      slowest = std::max(slowest, v);
+    }
+    for (const std::int64_t t : {128, 256, 512, 1024, 2048}) {
+      if (t >= c.tokens) continue;
+      for (const auto& [k, v] : measured_layer({c.model, c.mode, t})) {
+        if (is_interleaved(k)) slower_smaller = std::max(slower_smaller, v);
+      }
+    }
+    ASSERT_GT(fastest, 0);
+    EXPECT_GT(slowest / fastest, 1.1 / 0.9);  // its own passes spread wider than the band
+    EXPECT_GT(slower_smaller, fastest);        // a smaller size was slower in some pass
   }
 }
 
@@ -249,8 +324,8 @@ TEST_P(MegatronCalibration, HeldOutSizeWithinTolerance) {
   EXPECT_TRUE(out.check_errors.empty());
 
   const double sim = out.results["layer_time_us"].get<double>();
-  const auto meas = measured_layer(c);
-  ASSERT_EQ(meas.size(), kRuns.size());
+  const auto meas = values(measured_layer(c));
+  ASSERT_GE(meas.size(), 3u);  // runs 1 to 3 visit every held-out size
   const double lo = *std::min_element(meas.begin(), meas.end());
   const double hi = *std::max_element(meas.begin(), meas.end());
   std::cout << c.model << " " << c.mode << " " << c.tokens << ": simulated " << sim << " us, measured " << lo
@@ -264,6 +339,7 @@ TEST_P(MegatronCalibration, HeldOutSizeWithinTolerance) {
 
   const auto sp = simulated_phases(out.results);
   const auto mp = measured_phases(c);
+  ASSERT_FALSE(mp.empty());
   std::map<std::string, std::pair<double, double>> range;
   for (const auto& run : mp) {
     for (const auto& [p, v] : run) {
