@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, check-wgrad-variants, gemm-wgrad-variants, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, check-wgrad-variants, racecheck-wgrad-variant, gemm-wgrad-variants, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -56,6 +56,8 @@ for s in "$@"; do
         stage "gemm_test_$v" 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
         case "$v" in pingpong:direct:snake|cooperative:tma:snake) stage "check_wgmma_$v" 200 "$BIN" check --gemm wgmma ;; esac
       done
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_EPILOGUE MOEHUB_WGRAD_ORDER ;;
+    racecheck-wgrad-variant)  # racecheck on the layer with the ping-pong schedule, direct epilogue and snake order forced
       export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_EPILOGUE=direct MOEHUB_WGRAD_ORDER=snake
       stage racecheck_pingpong_direct_snake 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --gemm wgmma --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2
       unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_EPILOGUE MOEHUB_WGRAD_ORDER ;;
