@@ -169,31 +169,33 @@ def torch_loop_call(a, b, rows, out):
     return run
 
 
+WGRAD_KNOBS = ("schedule", "order", "staging", "cstore")
+
+
 def with_wgrad_variant(variant, fn):
-    """fn with the weight-gradient kernel's schedule, epilogue and tile order forced for its
-    calls: variant is SCHEDULE[:EPILOGUE[:ORDER]] (auto or nothing = the kernel's own
-    choice; the kernel reads MOEHUB_WGRAD_SCHEDULE, MOEHUB_WGRAD_EPILOGUE and
-    MOEHUB_WGRAD_ORDER at every call)."""
-    fields = (variant.split(":") + ["", "", ""])[:3]
-    keys = ("MOEHUB_WGRAD_SCHEDULE", "MOEHUB_WGRAD_EPILOGUE", "MOEHUB_WGRAD_ORDER")
+    """fn with knobs of the weight-gradient kernel forced for its calls: variant is
+    NAME=VALUE[:NAME=VALUE...] with NAME one of WGRAD_KNOBS (the kernel reads
+    MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the values)."""
+    env = {}
+    for field in variant.split(":"):
+        name, sep, value = field.partition("=")
+        if not sep or name not in WGRAD_KNOBS:
+            raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of {', '.join(WGRAD_KNOBS)}")
+        env["MOEHUB_WGRAD_" + name.upper()] = value
 
     def run():
-        for key, value in zip(keys, fields):
-            if value and value != "auto":
-                os.environ[key] = value
-            else:
-                os.environ.pop(key, None)
+        os.environ.update(env)
         try:
             fn()
         finally:
-            for key in keys:
+            for key in env:
                 os.environ.pop(key, None)
     return run
 
 
 def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
     """Weight-gradient GEMMs of one model, all cases in the same rounds. variants: more
-    cases of moehub's kernel into fp32 with a forced schedule/epilogue (with_wgrad_variant);
+    cases of moehub's kernel into fp32 with forced knobs (with_wgrad_variant);
     parts: also time moehub's kernel (fp32) and the dense torch.mm on `parts` runs of
     consecutive experts alone (skewed routing: the long experts first)."""
     total = sum(rows)
@@ -311,9 +313,9 @@ def main():
     p.add_argument("--routing", choices=["balanced", "skewed"], default="balanced")
     p.add_argument("--gemms", default="fwd,wgrad", help="fwd (forward GEMMs), wgrad (weight gradients) or both")
     p.add_argument("--wgrad-variants", default="",
-                   help="comma-separated SCHEDULE[:EPILOGUE[:ORDER]] of the weight-gradient kernel to time beside the "
-                        "default (schedules auto, cooperative, pingpong, pingpong-64x256; epilogues auto, tma, "
-                        "direct; orders auto, stride, snake)")
+                   help="comma-separated variants of the weight-gradient kernel to time beside the default, each "
+                        "NAME=VALUE[:NAME=VALUE...] with NAME one of " + ", ".join(WGRAD_KNOBS) +
+                        " (e.g. schedule=pingpong:order=stride)")
     p.add_argument("--wgrad-parts", type=int, default=0,
                    help="also time the weight gradients of this many runs of consecutive experts alone")
     args = p.parse_args()
