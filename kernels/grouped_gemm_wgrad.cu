@@ -46,7 +46,6 @@ struct Params {
   int m, n;
   int c_fp32;
   int tma_store;  // fp32 C, beta 0 or 1: the epilogue stores (or adds) slabs with the tensor copy engine
-  int c_evict_first;  // the tensor stores of C carry an L2 evict-first hint (A and B stay longer)
   int snake;      // tile order over the blocks: block b takes position b of even rounds, G - 1 - b of odd ones
   float beta;
   void* c;
@@ -308,30 +307,27 @@ __global__ void __launch_bounds__(kThreads, 1)
 // block's tiles in order through one ring of kSt stages; a warpgroup steps over the other's
 // K blocks (their stages and phases) without reading them, and two named barriers (3: the
 // first warpgroup may start, 4: the second) make the main loops take turns.
-template <int kWM, int kWN, int kSt, int kBufs>
+template <int kWM, int kWN, int kSt>
 struct Pingpong {
   static constexpr int kABoxes = kWM / 64, kBBoxes = kWN / 64;
   static constexpr int kStageBytes = (kABoxes + kBBoxes) * kBoxBytes;
-  static constexpr int kStaging = kBufs * kSlabBytes;  // per consumer warpgroup: kBufs fp32 slabs
-  static_assert(kBufs >= 2 && kStaging >= 64 * kStagingRow, "the thread-store staging must fit the slab buffers");
-  static_assert((kWM / 64) * (kWN / kSlabCols) % kBufs == 0, "a tile's slabs fill the buffers round-robin");
-  static constexpr int kSmem = kSt * kStageBytes + 2 * kStaging + 2 * kSt * 8 + 1024;
+  static constexpr int kSmem = kSt * kStageBytes + 2 * kStagingBytes + 2 * kSt * 8 + 1024;
   static_assert(kWM * kWN == 64 * 256,
                 "a warpgroup's tile is 128 accumulators a thread");
   static_assert(kSmem <= 227 * 1024, "shared memory of one block");
 };
 
-template <int kWM, int kWN, int kSt, int kBufs>
+template <int kWM, int kWN, int kSt>
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_wgrad_pingpong_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                                        const __grid_constant__ CUtensorMap map_c, const __grid_constant__ Params p) {
 #ifdef MOEHUB_GG_DEVICE
-  using PP = Pingpong<kWM, kWN, kSt, kBufs>;
+  using PP = Pingpong<kWM, kWN, kSt>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const std::uint32_t sring = base;                        // kSt x (A boxes, B boxes)
   const std::uint32_t stg = sring + kSt * PP::kStageBytes;  // 2 x epilogue staging
-  const std::uint32_t bars = stg + 2 * PP::kStaging;        // full[kSt], empty[kSt]
+  const std::uint32_t bars = stg + 2 * kStagingBytes;       // full[kSt], empty[kSt]
   auto full = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(s); };
   auto empty = [&](int s) { return bars + 8u * static_cast<std::uint32_t>(kSt + s); };
   const int wg = static_cast<int>(threadIdx.x) / 128;
@@ -380,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int tid = static_cast<int>(threadIdx.x) % 128;
   const int fr = warp * 16 + lane / 4;
-  const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * PP::kStaging;
+  const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
   float d[128];
   int s = 0;
   std::uint32_t phase = 0;
@@ -460,10 +456,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (p.tma_store) {
 #pragma unroll
         for (int slab = 0; slab < kWN / kSlabCols; ++slab) {
-          // the slabs of all tiles take the buffers round-robin; this one's previous slab
-          // (kBufs stores ago) must have been read
-          const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>((h * (kWN / kSlabCols) + slab) % kBufs) * kSlabBytes;
-          if (tid == 0) asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kBufs - 1) : "memory");
+          const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+          if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
           asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
 #pragma unroll
           for (int jj = 0; jj < kSlabCols / 8; ++jj) {
@@ -486,13 +480,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (p.beta != 0.f)
               asm volatile(
                   "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                      reinterpret_cast<std::uint64_t>(&map_c)),
-                  "r"(c0), "r"(c1), "r"(c2), "r"(buf)
-                  : "memory");
-            else if (p.c_evict_first)
-              asm volatile(
-                  "{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
-                  " cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2, %3}], [%4], pol;\n}\n" ::"l"(
                       reinterpret_cast<std::uint64_t>(&map_c)),
                   "r"(c0), "r"(c1), "r"(c2), "r"(buf)
                   : "memory");
@@ -561,25 +548,11 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
   return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
 }
 
-// Slab buffers per consumer warpgroup of the 128 x 128 ping-pong kernel: 2 (6-stage ring),
-// or with MOEHUB_WGRAD_STAGING=4 four (5-stage ring, the same shared memory), so that more
-// slabs of a tile's epilogue can be in flight; read at every call, for comparisons.
-int wgrad_staging_buffers() {
-  const char* env = std::getenv("MOEHUB_WGRAD_STAGING");
-  return env != nullptr && std::string(env) == "4" ? 4 : 2;
-}
-
-// Whether the tensor stores of fp32 C carry an L2 evict-first hint:
-// MOEHUB_WGRAD_CSTORE=evict-first, read at every call, for comparisons.
-bool wgrad_c_evict_first() {
-  const char* env = std::getenv("MOEHUB_WGRAD_CSTORE");
-  return env != nullptr && std::string(env) == "evict-first";
-}
-
 // Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
 // stride when set (read at every call, for comparisons); else snake for the ping-pong
-// schedules, where it gained up to 7 % on skewed Qwen3, and stride for the cooperative one,
-// where snake lost 6-9 % on Mixtral (our measurement, docs/results/gpu-h200.md run W6a).
+// schedules, where it gained 2-7 % on skewed Qwen3 and Qwen1.5 (their short experts' tiles
+// are not all dealt to the same blocks), and stride for the cooperative one, where snake lost
+// 6-9 % on Mixtral (our measurements, docs/results/gpu-h200.md runs W6a and W6b).
 bool wgrad_snake_order(Schedule sched) {
   const char* env = std::getenv("MOEHUB_WGRAD_ORDER");
   const std::string forced = env ? env : "";
@@ -680,7 +653,6 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   }
   CUtensorMap map_c{};
   p.tma_store = a.c_fp32 && (a.beta == 0.f || a.beta == 1.f) ? 1 : 0;
-  p.c_evict_first = wgrad_c_evict_first() ? 1 : 0;
   p.snake = wgrad_snake_order(sched) ? 1 : 0;
   if (p.tma_store) {
     // C: groups of [m][n] fp32; box 32 (n) x 64 (m) x 1, 128-byte swizzle; the engine clips
@@ -707,33 +679,24 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   } else {
     // two tiles per block at a time, one per consumer warpgroup
     const int grid = (p.tiles_total + 1) / 2 < dev.sms ? (p.tiles_total + 1) / 2 : dev.sms;
-    if (sched == Schedule::kPingpong128x128 && wgrad_staging_buffers() == 4) {
-      using PP = Pingpong<128, 128, 5, 4>;
-      if (!(dev.smem_set_wgrad & 8u)) {
-        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<128, 128, 5, 4>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
-        if (e != cudaSuccess) return e;
-        dev.smem_set_wgrad |= 8u;
-      }
-      grouped_gemm_wgrad_pingpong_kernel<128, 128, 5, 4><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
-    } else if (sched == Schedule::kPingpong128x128) {
-      using PP = Pingpong<128, 128, 6, 2>;
+    if (sched == Schedule::kPingpong128x128) {
+      using PP = Pingpong<128, 128, 6>;
       if (!(dev.smem_set_wgrad & 2u)) {
-        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<128, 128, 6, 2>,
+        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<128, 128, 6>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
         if (e != cudaSuccess) return e;
         dev.smem_set_wgrad |= 2u;
       }
-      grouped_gemm_wgrad_pingpong_kernel<128, 128, 6, 2><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
+      grouped_gemm_wgrad_pingpong_kernel<128, 128, 6><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
     } else {
-      using PP = Pingpong<64, 256, 4, 2>;
+      using PP = Pingpong<64, 256, 4>;
       if (!(dev.smem_set_wgrad & 4u)) {
-        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<64, 256, 4, 2>,
+        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<64, 256, 4>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
         if (e != cudaSuccess) return e;
         dev.smem_set_wgrad |= 4u;
       }
-      grouped_gemm_wgrad_pingpong_kernel<64, 256, 4, 2><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
+      grouped_gemm_wgrad_pingpong_kernel<64, 256, 4><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
     }
   }
   return cudaGetLastError();

@@ -49,19 +49,19 @@ for s in "$@"; do
     gemm-wgrad)  # the weight-gradient GEMMs alone, both routings, in the torch process
       stage torch_wgrad 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad
       stage torch_wgrad_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed ;;
-    check-wgrad-variants)  # the weight-gradient kernel's knobs forced (MOEHUB_WGRAD_*) against cuBLAS, and one set in the layer against float64
-      for v in "pingpong stride 2 -" "pingpong snake 4 -" "pingpong snake 2 evict-first" "pingpong-64x256 snake 2 -" "cooperative snake 2 -"; do
-        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER MOEHUB_WGRAD_STAGING MOEHUB_WGRAD_CSTORE <<< "$v"
-        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER MOEHUB_WGRAD_STAGING MOEHUB_WGRAD_CSTORE
+    check-wgrad-variants)  # the weight-gradient kernel's schedule and tile order forced (MOEHUB_WGRAD_*) against cuBLAS, and in the layer against float64
+      for v in "pingpong stride" "pingpong-64x256 snake" "cooperative snake"; do
+        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
+        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
         stage "gemm_test_${v// /_}" 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
       done
-      export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_ORDER=snake MOEHUB_WGRAD_STAGING=4 MOEHUB_WGRAD_CSTORE=evict-first
-      stage check_wgmma_pingpong_snake_4_evict_first 200 "$BIN" check --gemm wgmma
-      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER MOEHUB_WGRAD_STAGING MOEHUB_WGRAD_CSTORE ;;
+      export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_ORDER=stride
+      stage check_wgmma_pingpong_stride 200 "$BIN" check --gemm wgmma
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
     racecheck-wgrad)  # racecheck on the layer, every GEMM on our kernels
       stage racecheck_wgmma 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --gemm wgmma --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
     gemm-wgrad-variants)  # the weight-gradient kernel's knobs side by side in the torch process
-      V=schedule=cooperative,schedule=pingpong:order=stride,staging=4,cstore=evict-first,staging=4:cstore=evict-first
+      V=schedule=cooperative,schedule=pingpong:order=stride,schedule=cooperative:order=snake
       stage torch_wgrad_variants 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V
       stage torch_wgrad_variants_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V --wgrad-parts 2 ;;
     ncu-wgrad)  # hardware counters of one weight-gradient call: skewed Qwen3's short and long experts, gate+up

@@ -169,7 +169,7 @@ def torch_loop_call(a, b, rows, out):
     return run
 
 
-WGRAD_KNOBS = ("schedule", "order", "staging", "cstore")
+WGRAD_KNOBS = ("schedule", "order")
 
 
 def with_wgrad_variant(variant, fn):
