@@ -550,9 +550,9 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
 
 // Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
 // stride when set (read at every call, for comparisons); else snake for the ping-pong
-// schedules, where it gained 2-7 % on skewed Qwen3 and Qwen1.5 (their short experts' tiles
-// are not all dealt to the same blocks), and stride for the cooperative one, where snake lost
-// 6-9 % on Mixtral (our measurements, docs/results/gpu-h200.md runs W6a and W6b).
+// schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
+// 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
+// 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
 bool wgrad_snake_order(Schedule sched) {
   const char* env = std::getenv("MOEHUB_WGRAD_ORDER");
   const std::string forced = env ? env : "";
