@@ -71,7 +71,8 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& args, cudaStream_t stream);
 // runs (bf16), adding beta * C (read in the same pieces) in fp32 before the one rounding.
 // Calls whose groups average fewer than 2,048 rows run a ping-pong schedule instead: each
 // consumer warpgroup computes its own 128 x 128 tiles (6-stage ring), the two taking turns
-// so that one's epilogue overlaps the other's MMAs (docs/gpu.md).
+// so that one's epilogue overlaps the other's MMAs, and the blocks take each round's tiles
+// in snake order (reversed on odd rounds), which balances uneven experts better (docs/gpu.md).
 struct GroupedGemmWgradArgs {
   const void* a = nullptr;  ///< bf16 [sum k_g][m]
   const void* b = nullptr;  ///< bf16 [sum k_g][n]

@@ -46,6 +46,7 @@ struct Params {
   int m, n;
   int c_fp32;
   int tma_store;  // fp32 C, beta 0 or 1: the epilogue stores (or adds) slabs with the tensor copy engine
+  int snake;      // tile order over the blocks: block b takes position b of even rounds, G - 1 - b of odd ones
   float beta;
   void* c;
   int group[kGroupedGemmMaxGroups];     // slot -> group index (C_g = C + group * m * n)
@@ -54,6 +55,17 @@ struct Params {
 };
 
 #ifdef MOEHUB_GG_DEVICE
+// The tile (position in the walking order) that this block computes in its round r, or -1
+// past the end. The G blocks take the positions of a round in block order (strided), or,
+// with p.snake, in reverse order on odd rounds, so that a block that got one of a round's
+// longer tiles gets one of the next round's shorter ones (the tiles are sorted by their
+// reduction length, longest first).
+__device__ __forceinline__ int tile_of(const Params& p, int r) {
+  const long long g = gridDim.x, b = blockIdx.x;
+  const long long pos = r * g + ((p.snake && (r & 1)) ? g - 1 - b : b);
+  return pos < p.tiles_total ? static_cast<int>(pos) : -1;
+}
+
 // The thread-store epilogue's last step: 4 staged fp32 values of row grow, columns col..col+3
 // of the group's C (from shared address src), plus beta * C, stored as fp32 or bf16; masked
 // past m and n.
@@ -120,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       int s = 0;
       std::uint32_t phase = 0;
-      for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+      for (int round = 0, t = tile_of(p, 0); t >= 0; ++round, t = tile_of(p, round)) {
         const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
         const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
         const int r0 = p.row_start[slot], k_blocks = (p.rows[slot] + kBK - 1) / kBK;
@@ -156,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float d[128];
   int s = 0;
   std::uint32_t phase = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+  for (int round = 0, t = tile_of(p, 0); t >= 0; ++round, t = tile_of(p, round)) {
     const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
     const int m0 = (local % p.tiles_m) * kBM, n0 = (local / p.tiles_m) * kBN;
     const int rows_g = p.rows[slot], k_blocks = (rows_g + kBK - 1) / kBK;
@@ -333,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       int s = 0;
       std::uint32_t phase = 0;
-      for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+      for (int round = 0, t = tile_of(p, 0); t >= 0; ++round, t = tile_of(p, round)) {
         const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
         const int m0 = (local % p.tiles_m) * kWM, n0 = (local / p.tiles_m) * kWN;
         const int r0 = p.row_start[slot], k_blocks = (p.rows[slot] + kBK - 1) / kBK;
@@ -369,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int s = 0;
   std::uint32_t phase = 0;
   int i = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x), ++i) {
+  for (int t = tile_of(p, 0); t >= 0; ++i, t = tile_of(p, i)) {
     const int slot = t / p.tiles_per_group, local = t % p.tiles_per_group;
     const int rows_g = p.rows[slot], k_blocks = (rows_g + kBK - 1) / kBK;
     if (i % 2 != cw) {
@@ -431,7 +443,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     // the block's next tile (the other warpgroup's) may start its main loop
-    if (t + static_cast<int>(gridDim.x) < p.tiles_total) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
+    if (tile_of(p, i + 1) >= 0) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc(d);
     if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
@@ -519,17 +531,15 @@ enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
 constexpr long long kPingpongMaxMeanRows = 2048;
 
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
-// when set, for comparisons; else by the mean reduction length (above).
+// when set, for comparisons; else by the mean reduction length (above). Read at every call,
+// so that one process can time the schedules side by side (scripts/gpu/torch_grouped_mm.py
+// --wgrad-variants).
 Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
-  static const int forced = [] {
-    const char* env = std::getenv("MOEHUB_WGRAD_SCHEDULE");
-    const std::string s = env ? env : "";
-    if (s == "cooperative") return 0;
-    if (s == "pingpong") return 1;
-    if (s == "pingpong-64x256") return 2;
-    return -1;
-  }();
-  if (forced >= 0) return static_cast<Schedule>(forced);
+  const char* env = std::getenv("MOEHUB_WGRAD_SCHEDULE");
+  const std::string forced = env ? env : "";
+  if (forced == "cooperative") return Schedule::kCooperative;
+  if (forced == "pingpong") return Schedule::kPingpong128x128;
+  if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
   long long rows = 0, groups = 0;
   for (std::int64_t k : a.rows) {
     rows += k;
@@ -538,6 +548,18 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
   return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
 }
 
+// Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
+// stride when set (read at every call, for comparisons); else snake for the ping-pong
+// schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
+// 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
+// 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
+bool wgrad_snake_order(Schedule sched) {
+  const char* env = std::getenv("MOEHUB_WGRAD_ORDER");
+  const std::string forced = env ? env : "";
+  if (forced == "snake") return true;
+  if (forced == "stride") return false;
+  return sched != Schedule::kCooperative;
+}
 
 }  // namespace
 
@@ -631,6 +653,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   }
   CUtensorMap map_c{};
   p.tma_store = a.c_fp32 && (a.beta == 0.f || a.beta == 1.f) ? 1 : 0;
+  p.snake = wgrad_snake_order(sched) ? 1 : 0;
   if (p.tma_store) {
     // C: groups of [m][n] fp32; box 32 (n) x 64 (m) x 1, 128-byte swizzle; the engine clips
     // rows past m and columns past n

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -49,6 +49,25 @@ for s in "$@"; do
     gemm-wgrad)  # the weight-gradient GEMMs alone, both routings, in the torch process
       stage torch_wgrad 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad
       stage torch_wgrad_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed ;;
+    check-wgrad-variants)  # the weight-gradient kernel's schedule and tile order forced (MOEHUB_WGRAD_*) against cuBLAS, and in the layer against float64
+      for v in "pingpong stride" "pingpong-64x256 snake" "cooperative snake"; do
+        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
+        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+        stage "gemm_test_${v// /_}" 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
+      done
+      export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_ORDER=stride
+      stage check_wgmma_pingpong_stride 200 "$BIN" check --gemm wgmma
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
+    racecheck-wgrad)  # racecheck on the layer, every GEMM on our kernels
+      stage racecheck_wgmma 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --gemm wgmma --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
+    gemm-wgrad-variants)  # the weight-gradient kernel's knobs side by side in the torch process
+      V=schedule=cooperative,schedule=pingpong:order=stride,schedule=cooperative:order=snake
+      stage torch_wgrad_variants 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V
+      stage torch_wgrad_variants_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V --wgrad-parts 2 ;;
+    ncu-wgrad)  # hardware counters of one weight-gradient call: skewed Qwen3's short and long experts, gate+up
+      for part in 64:128 0:64; do
+        stage "ncu_wgrad_${part/:/_}" 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed --experts $part
+      done ;;
     run-wgrad)  # layer time with the weight gradients on our kernel (auto) and on cuBLAS
       for g in auto auto-cublas-wgrad auto auto-cublas-wgrad; do
         stage "run_a2a_$g" 120 "$BIN" run --schedule a2a --ep 8 --tokens 8192 --gemm $g

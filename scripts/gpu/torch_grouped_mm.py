@@ -169,8 +169,35 @@ def torch_loop_call(a, b, rows, out):
     return run
 
 
-def bench_wgrad(name, H, F, E, rows, moehub, dev):
-    """Weight-gradient GEMMs of one model, all cases in the same rounds."""
+WGRAD_KNOBS = ("schedule", "order")
+
+
+def with_wgrad_variant(variant, fn):
+    """fn with knobs of the weight-gradient kernel forced for its calls: variant is
+    NAME=VALUE[:NAME=VALUE...] with NAME one of WGRAD_KNOBS (the kernel reads
+    MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the values)."""
+    env = {}
+    for field in variant.split(":"):
+        name, sep, value = field.partition("=")
+        if not sep or name not in WGRAD_KNOBS:
+            raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of {', '.join(WGRAD_KNOBS)}")
+        env["MOEHUB_WGRAD_" + name.upper()] = value
+
+    def run():
+        os.environ.update(env)
+        try:
+            fn()
+        finally:
+            for key in env:
+                os.environ.pop(key, None)
+    return run
+
+
+def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
+    """Weight-gradient GEMMs of one model, all cases in the same rounds. variants: more
+    cases of moehub's kernel into fp32 with forced knobs (with_wgrad_variant);
+    parts: also time moehub's kernel (fp32) and the dense torch.mm on `parts` runs of
+    consecutive experts alone (skewed routing: the long experts first)."""
     total = sum(rows)
     offs = torch.tensor(rows, dtype=torch.int32, device=dev).cumsum(0).to(torch.int32)
     x = torch.rand(total, H, device=dev, dtype=torch.bfloat16) * 2 - 1
@@ -192,6 +219,7 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev):
     labels.append("torch.mm dense bf16")
     cases += [lambda: torch.mm(x.t(), dgu), lambda: torch.mm(act.t(), dy)]
     outs = {}
+    part_flops = {}  # label -> (gate+up, down) FLOPs of the cases on a run of experts
     if moehub and hasattr(moehub[0], "moehub_grouped_gemm_wgrad"):
         lib = moehub[0]
         try:
@@ -204,11 +232,40 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev):
                 more_cases += [moehub_wgrad_call(lib, x, dgu, c_gu, rows), moehub_wgrad_call(lib, act, dy, c_dn, rows)]
             labels += more_labels
             cases += more_cases
+            var_labels, var_cases = [], []
+            for v in variants:
+                c_gu = torch.empty(E, H, 2 * F, device=dev, dtype=torch.float32)
+                c_dn = torch.empty(E, F, H, device=dev, dtype=torch.float32)
+                outs["fp32 " + v] = (c_gu, c_dn)
+                var_labels.append(f"moehub fp32 {v}")
+                var_cases += [with_wgrad_variant(v, moehub_wgrad_call(lib, x, dgu, c_gu, rows)),
+                              with_wgrad_variant(v, moehub_wgrad_call(lib, act, dy, c_dn, rows))]
+            labels += var_labels
+            cases += var_cases
+            part_labels, part_cases = [], []
+            bounds = [0]
+            for i in range(parts):
+                bounds.append(E * (i + 1) // parts)
+            for i in range(parts):
+                e0, e1 = bounds[i], bounds[i + 1]
+                r0, r1 = sum(rows[:e0]), sum(rows[:e1])
+                prows = rows[e0:e1]
+                c_gu = torch.empty(e1 - e0, H, 2 * F, device=dev, dtype=torch.float32)
+                c_dn = torch.empty(e1 - e0, F, H, device=dev, dtype=torch.float32)
+                xs, gs, as_, ys = x[r0:r1], dgu[r0:r1], act[r0:r1], dy[r0:r1]
+                tag = f"experts {e0}..{e1 - 1} ({min(prows)}..{max(prows)} rows)"
+                part_flops[f"part dense {tag}"] = part_flops[f"part moehub fp32 {tag}"] = (
+                    2.0 * (r1 - r0) * 2 * F * H, 2.0 * (r1 - r0) * F * H)
+                part_labels += [f"part dense {tag}", f"part moehub fp32 {tag}"]
+                part_cases += [lambda xs=xs, gs=gs: torch.mm(xs.t(), gs), lambda as_=as_, ys=ys: torch.mm(as_.t(), ys),
+                               moehub_wgrad_call(lib, xs, gs, c_gu, prows), moehub_wgrad_call(lib, as_, ys, c_dn, prows)]
+            labels += part_labels
+            cases += part_cases
         except (RuntimeError, OSError) as e:
             print(f"{name:18s} moehub weight-gradient GEMM not timed: {e}")
             outs = {}
     if outs:
-        for fn in cases[-4:]:
+        for fn in cases[labels.index("moehub wgmma bf16") * 2:]:
             fn()
         ref_gu = torch._grouped_mm(x.t(), dgu, offs=offs, out_dtype=torch.bfloat16)
         ref_dn = torch._grouped_mm(act.t(), dy, offs=offs, out_dtype=torch.bfloat16)
@@ -227,6 +284,10 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev):
               f"{rel_diff(outs['bf16'][0], ref_gu):.2e}, down {rel_diff(outs['bf16'][1], ref_dn):.2e}; "
               f"moehub fp32 vs float64, gate+up experts {lo_e} ({rows[lo_e]} rows) / {hi_e} ({rows[hi_e]} rows): "
               f"{f64[0]:.2e} / {f64[1]:.2e}")
+        for v in variants:
+            gu, dn = outs["fp32 " + v]
+            print(f"{name:18s} wgrad moehub fp32 {v} vs the default fp32 output, max |diff| / max |ref|: gate+up "
+                  f"{rel_diff(gu, outs['fp32'][0]):.2e}, down {rel_diff(dn, outs['fp32'][1]):.2e}")
     try:
         t = round_robin_us(cases)
     except RuntimeError as e:
@@ -234,8 +295,9 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev):
         return
     for i, label in enumerate(labels):
         t_gu, t_dn = t[2 * i], t[2 * i + 1]
-        print(f"{name:18s} wgrad {label:22s}  gate+up {t_gu:9.1f} us {flops_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
-              f"down {t_dn:9.1f} us {flops_dn / t_dn * 1e-6:7.1f} TFLOP/s")
+        f_gu, f_dn = part_flops.get(label, (flops_gu, flops_dn))
+        print(f"{name:18s} wgrad {label:22s}  gate+up {t_gu:9.1f} us {f_gu / t_gu * 1e-6:7.1f} TFLOP/s | "
+              f"down {t_dn:9.1f} us {f_dn / t_dn * 1e-6:7.1f} TFLOP/s")
     sys.stdout.flush()
 
 
@@ -250,6 +312,12 @@ def main():
     p.add_argument("--moehub-lib", default="", help="path of libmoehub_gemm_capi.so (default: build/*/kernels)")
     p.add_argument("--routing", choices=["balanced", "skewed"], default="balanced")
     p.add_argument("--gemms", default="fwd,wgrad", help="fwd (forward GEMMs), wgrad (weight gradients) or both")
+    p.add_argument("--wgrad-variants", default="",
+                   help="comma-separated variants of the weight-gradient kernel to time beside the default, each "
+                        "NAME=VALUE[:NAME=VALUE...] with NAME one of " + ", ".join(WGRAD_KNOBS) +
+                        " (e.g. schedule=pingpong:order=stride)")
+    p.add_argument("--wgrad-parts", type=int, default=0,
+                   help="also time the weight gradients of this many runs of consecutive experts alone")
     args = p.parse_args()
     gemms = set(args.gemms.split(","))
     if not hasattr(torch, "_grouped_mm"):
@@ -269,7 +337,8 @@ def main():
         rows = expert_rows(total, E, args.routing)
         print(f"{name:18s} rows per expert: {min(rows)}..{max(rows)} ({args.routing})")
         if "wgrad" in gemms:
-            bench_wgrad(name, H, F, E, rows, moehub, dev)
+            variants = [v for v in args.wgrad_variants.split(",") if v]
+            bench_wgrad(name, H, F, E, rows, moehub, dev, variants, args.wgrad_parts)
         if "fwd" not in gemms:
             continue
         offs = torch.tensor(rows, dtype=torch.int32, device=dev).cumsum(0).to(torch.int32)
