@@ -102,6 +102,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
     valid_[i] = s.valid;
+    stale_ = true;
     put_bit(m_->entry_valid_i, i, s.valid);
     put_bit(m_->entry_full_i, i, s.full);
     put_bit(m_->entry_prio_i, i, s.prio);
@@ -109,6 +110,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   }
 
   void step(std::uint64_t n) override {
+    if (m_->gnt_ready_i != 0 || m_->congested_i != 0) stale_ = true;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
     if (trace_ || n < 2) {
@@ -139,8 +141,10 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     m_->gnt_ready_i = 1;
     m_->eval();
     low_pending_ = false;
+    stale_ = false;
     if (!m_->gnt_valid_o) {
       m_->gnt_ready_i = 0;
+      stale_ = true;
       return -1;
     }
     return static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
@@ -149,7 +153,10 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     edge();
     m_->gnt_ready_i = 0;
   }
-  void decline() override { m_->gnt_ready_i = 0; }
+  void decline() override {
+    m_->gnt_ready_i = 0;
+    stale_ = true;
+  }
 
   void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
   void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
@@ -157,17 +164,11 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
-  std::uint64_t age(std::uint32_t i) const {
-    const auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
-    const unsigned w = g_.timer_bits;
-    std::uint64_t v = 0;
-    for (unsigned b = 0; b < w; ++b) v |= static_cast<std::uint64_t>(get_bit(a, i * w + b)) << b;
-    return v;
-  }
+  std::uint64_t age(std::uint32_t i) const { return m_->rootp->moehub_rpm_sched__DOT__age_q[i]; }
   void set_age(std::uint32_t i, std::uint64_t v) {
     auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
-    const unsigned w = g_.timer_bits;
-    for (unsigned b = 0; b < w; ++b) put_bit(a, i * w + b, ((v >> b) & 1U) != 0);
+    a[i] = static_cast<std::remove_reference_t<decltype(a[i])>>(v);
+    stale_ = true;
   }
   void edge() {
     if (trace_) {
@@ -181,13 +182,20 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
       m_->eval();
       low_pending_ = false;
     } else {
-      // the falling edge is evaluated with the next evaluation (an offer's, or
-      // here before the next rising edge): only the rising edge moves state
-      if (low_pending_) m_->eval();
-      m_->clk_i = 1;
-      m_->eval();
-      m_->clk_i = 0;
-      low_pending_ = true;
+      // The rising edge without evaluating the model twice: the scheduler's
+      // flip-flops are rr_q and age_q (q <= d on every edge, nothing else is
+      // clocked), so the edge copies the next state that the model computed
+      // from the inputs of this cycle (evaluated once here unless an offer
+      // already did) into them. The combinational outputs after the edge
+      // are computed by the next evaluation, when the pool has presented the
+      // next cycle's inputs. (With a waveform open the clock is toggled and
+      // the model evaluated on both edges, above; cosim_rpm_test requires
+      // both ways to give the same picks.)
+      if (stale_) m_->eval();
+      auto& r = *m_->rootp;
+      r.moehub_rpm_sched__DOT__rr_q = r.moehub_rpm_sched__DOT__rr_d;
+      r.moehub_rpm_sched__DOT__age_q = r.moehub_rpm_sched__DOT__age_d;
+      stale_ = true;
     }
     ++cycle;
     ++simulated;
@@ -196,7 +204,8 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   golden::RpmParams p_;
   RtlRpmGeometry g_;
   std::vector<bool> valid_;  // entry_valid_i as presented
-  bool low_pending_ = false;  // clk_i fell after the last evaluation
+  bool low_pending_ = false;  // clk_i fell after the last evaluation (waveform mode)
+  bool stale_ = true;         // inputs or state changed after the last evaluation
 };
 
 }  // namespace moehub::cosim::detail
