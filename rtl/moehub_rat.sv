@@ -108,7 +108,7 @@ module moehub_rat #(
 
   // ---- storage: one word array per bank ------------------------------------
   logic [SetIdxW-1:0]       rd_set;              // set read in every bank
-  logic [Banks*WordW-1:0]   rd_words;
+  logic [WordW-1:0]         rd_word [Banks];     // the set word read in each bank
   logic [Banks-1:0]         wr_en;
   logic [SetIdxW-1:0]       wr_set;
   logic [WordW-1:0]         wr_word;
@@ -118,7 +118,7 @@ module moehub_rat #(
     always_ff @(posedge clk_i) begin
       if (wr_en[b]) mem_q[wr_set] <= wr_word;
     end
-    assign rd_words[b*WordW +: WordW] = mem_q[rd_set];
+    assign rd_word[b] = mem_q[rd_set];
   end
 
   // ---- request path --------------------------------------------------------
@@ -142,7 +142,7 @@ module moehub_rat #(
 
   always_comb begin
     line   = $clog2(Lines+1)'(req_bank) * $clog2(Lines+1)'(Sets) + $clog2(Lines+1)'(req_set);
-    word   = rd_words[req_bank*WordW +: WordW];
+    word   = rd_word[req_bank];
 
     // tag compare
     hit_o       = 1'b0;
@@ -204,7 +204,7 @@ module moehub_rat #(
     if (flushing_q) begin
       for (int unsigned b = 0; b < Banks; b++) begin
         for (int unsigned w = 0; w < Ways; w++) begin
-          if (rd_words[b*WordW + w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
+          if (rd_word[b][w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
             valid_d[(b*Sets + 32'(scan_q))*Ways + w] = 1'b0;
           end
         end
