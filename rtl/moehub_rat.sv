@@ -118,7 +118,15 @@ module moehub_rat #(
     always_ff @(posedge clk_i) begin
       if (wr_en[b]) mem_q[wr_set] <= wr_word;
     end
-    assign rd_word[b] = mem_q[rd_set];
+    if (Sets > 1) begin : gen_sets
+      assign rd_word[b] = mem_q[rd_set];
+    end else begin : gen_one_set
+      assign rd_word[b] = mem_q[0];   // (a constant index: no bounds check of a 1-bit one)
+    end
+  end
+  if (Sets == 1) begin : gen_one_set_unused
+    logic unused_rd_set;
+    assign unused_rd_set = ^rd_set;
   end
 
   // ---- request path --------------------------------------------------------
