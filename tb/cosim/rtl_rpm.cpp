@@ -89,7 +89,7 @@ struct RtlRuntimePacketManager::Impl {
     std::size_t hole = slot;
     for (std::size_t j = slot + 1; j < end && pool[j].valid; ++j) {
       pool[hole] = std::move(pool[j]);
-      pool[j] = Entry{};
+      vacate(pool[j]);
       model->move_age(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(hole));
       present(hole);
       for (std::size_t& k : deferred) {
@@ -101,6 +101,12 @@ struct RtlRuntimePacketManager::Impl {
     present(hole);
   }
 
+  /// Marks a moved-from entry free (its other fields are not read while it is).
+  static void vacate(Entry& e) {
+    e.valid = false;
+    e.presented = false;
+    e.tags.clear();
+  }
   /// Presents slot `i` of the pool on the model (valid only once presented).
   void present(std::size_t i) {
     const Entry& e = pool[i];
@@ -261,7 +267,7 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   }
   d.model->take();  // the grant is taken at this edge; the slot is free after it
   Impl::Entry e = std::move(d.pool[slot]);
-  d.pool[slot] = Impl::Entry{};
+  Impl::vacate(d.pool[slot]);
   --d.held;
   d.compact(slot);
   std::uint32_t first = 0;

@@ -29,6 +29,7 @@ namespace moehub::cosim::detail {
 struct RpmSlot {
   bool valid = false, full = false, prio = false;
   std::uint32_t row = 0;
+  bool operator==(const RpmSlot& o) const { return valid == o.valid && full == o.full && prio == o.prio && row == o.row; }
 };
 
 class RpmModel {
@@ -74,6 +75,24 @@ void put_bit(P& port, unsigned i, bool v) {
   }
 }
 
+/// Bits [lo, lo + n) of a port of any width (n <= 32).
+template <class P>
+void put_bits(P& port, unsigned lo, unsigned n, std::uint32_t v) {
+  if constexpr (std::is_integral_v<P>) {
+    const auto m = static_cast<P>(((n >= 8 * sizeof(P)) ? ~P{0} : static_cast<P>((P{1} << n) - 1)) << lo);
+    port = static_cast<P>((port & static_cast<P>(~m)) | (static_cast<P>(static_cast<P>(v) << lo) & m));
+  } else {
+    // at most two 32-bit words
+    const std::uint64_t m = ((n >= 64) ? ~0ULL : ((1ULL << n) - 1)) << (lo % 32);
+    const std::uint64_t x = static_cast<std::uint64_t>(v) << (lo % 32);
+    const unsigned w = lo / 32;
+    port[w] = static_cast<EData>((port[w] & ~static_cast<EData>(m)) | static_cast<EData>(x & m));
+    if ((m >> 32) != 0) {
+      port[w + 1] = static_cast<EData>((port[w + 1] & ~static_cast<EData>(m >> 32)) | static_cast<EData>((x & m) >> 32));
+    }
+  }
+}
+
 /// Bit `i` of a port or signal of any width.
 template <class P>
 bool get_bit(const P& port, unsigned i) {
@@ -91,22 +110,31 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
+      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false),
+        shown_(valid_.size()) {
     m_->clk_i = 0;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
     m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
     m_->drain_i = !p.hold_partial;
+    for (std::uint32_t i = 0; i < valid_.size(); ++i) {  // every slot empty, as shown_ says
+      put_bit(m_->entry_valid_i, i, false);
+      put_bit(m_->entry_full_i, i, false);
+      put_bit(m_->entry_prio_i, i, false);
+      put_bits(m_->entry_row_i, i * g_.row_id_bits, g_.row_id_bits, 0);
+    }
     this->reset_pulse();
   }
 
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
+    if (shown_[i] == s) return;  // the ports show it already
+    shown_[i] = s;
     valid_[i] = s.valid;
     stale_ = true;
     put_bit(m_->entry_valid_i, i, s.valid);
     put_bit(m_->entry_full_i, i, s.full);
     put_bit(m_->entry_prio_i, i, s.prio);
-    for (unsigned b = 0; b < g_.row_id_bits; ++b) put_bit(m_->entry_row_i, i * g_.row_id_bits + b, (s.row >> b) & 1U);
+    put_bits(m_->entry_row_i, i * g_.row_id_bits, g_.row_id_bits, s.row);
   }
 
   void step(std::uint64_t n) override {
@@ -204,6 +232,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   golden::RpmParams p_;
   RtlRpmGeometry g_;
   std::vector<bool> valid_;  // entry_valid_i as presented
+  std::vector<RpmSlot> shown_;  // every slot as its ports show it
   bool low_pending_ = false;  // clk_i fell after the last evaluation (waveform mode)
   bool stale_ = true;         // inputs or state changed after the last evaluation
 };
