@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <string>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "golden/rpm.hpp"
@@ -110,9 +110,28 @@ void run(bool hold, std::uint32_t seed, std::uint64_t cycles = 200000, const std
   }
   EXPECT_EQ(mismatches, 0u);
   EXPECT_EQ(golden.occupancy(), rtl.occupancy());
-  std::printf("egress co-simulation (hold_partial %d): %llu packets, %llu cycles simulated, %llu skipped\n", hold ? 1 : 0,
-              static_cast<unsigned long long>(picks), static_cast<unsigned long long>(rtl.cycles_simulated()),
-              static_cast<unsigned long long>(rtl.cycles_skipped()));
+  // the statistics the adapter counts are the behavioural RPM's
+  const auto& gs = golden.stats();
+  ASSERT_NE(rtl.rpm_stats(), nullptr);
+  const auto& rs = *rtl.rpm_stats();
+  EXPECT_EQ(gs.stores_accepted, rs.stores_accepted);
+  EXPECT_EQ(gs.stores_merged, rs.stores_merged);
+  EXPECT_EQ(gs.stores_sent, rs.stores_sent);
+  EXPECT_EQ(gs.packets_sent, rs.packets_sent);
+  EXPECT_EQ(gs.bytes_sent, rs.bytes_sent);
+  EXPECT_EQ(gs.full_packets, rs.full_packets);
+  EXPECT_EQ(gs.timer_flushes, rs.timer_flushes);
+  EXPECT_EQ(gs.pressure_flushes, rs.pressure_flushes);
+  EXPECT_EQ(gs.packet_flits, rs.packet_flits);
+  if (hold) {
+    EXPECT_GT(rs.timer_flushes, 0u);
+  }
+  std::printf("egress co-simulation (hold_partial %d): %llu packets, %llu cycles simulated, %llu skipped; %llu full, "
+              "%llu timer flushes, %llu pressure flushes\n",
+              hold ? 1 : 0, static_cast<unsigned long long>(picks),
+              static_cast<unsigned long long>(rtl.cycles_simulated()),
+              static_cast<unsigned long long>(rtl.cycles_skipped()), static_cast<unsigned long long>(rs.full_packets),
+              static_cast<unsigned long long>(rs.timer_flushes), static_cast<unsigned long long>(rs.pressure_flushes));
   EXPECT_GT(picks, cycles / 4);
   EXPECT_GT(rtl.cycles_skipped(), 0u);  // idle stretches are not simulated
 }

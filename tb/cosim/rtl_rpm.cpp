@@ -165,6 +165,7 @@ struct RtlRuntimePacketManager::Impl {
   std::vector<std::size_t> deferred;  // valid slots created after the model's cycle, not yet presented
   std::vector<std::uint64_t> last_tags;
   std::uint64_t skipped = 0;
+  golden::RpmStats stats;
 };
 
 RtlRuntimePacketManager::RtlRuntimePacketManager(const golden::RpmParams& p) {
@@ -214,8 +215,10 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   // and an entry created after the model's cycle is presented when the model
   // reaches that cycle, so that its age counts as in the behavioural RPM.
   const std::uint64_t created = d.clock.cycle_at(now);
+  ++d.stats.stores_accepted;
   int slot = d.find_merge(s);
   if (slot >= 0) {
+    ++d.stats.stores_merged;
     Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
     e.packet.mask |= mask;
     e.packet.ready = std::max(e.packet.ready, s.ready);
@@ -265,6 +268,12 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   } else {
     --d.shown;
   }
+  // what made it eligible, for the statistics: the RTL's age counter of the
+  // slot (before the edge clears it) and whether its partition was full
+  const bool timer_expired = d.model->age_of(static_cast<std::uint32_t>(slot)) >= d.p.timer_cycles;
+  bool partition_full = true;
+  const std::size_t base = slot / d.g.entries_per_peer * d.g.entries_per_peer;
+  for (std::size_t i = base; i < base + d.g.entries_per_peer; ++i) partition_full = partition_full && d.pool[i].valid;
   d.model->take();  // the grant is taken at this edge; the slot is free after it
   Impl::Entry e = std::move(d.pool[slot]);
   Impl::vacate(d.pool[slot]);
@@ -281,6 +290,20 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   out.store = e.packet;
   out.merged = e.merged;
   out.cycles = d.p.pick_cycles;
+  golden::RpmStats& st = d.stats;
+  ++st.packets_sent;
+  st.stores_sent += e.merged;
+  st.bytes_sent += out.store.bytes;
+  st.packet_flits[(out.store.bytes + 15) / 16] += 1;
+  if (e.packet.mask.full()) {
+    ++st.full_packets;
+  } else if (d.p.hold_partial && e.packet.op != Opcode::kFlagWrite) {
+    if (timer_expired) {
+      ++st.timer_flushes;
+    } else if (partition_full) {
+      ++st.pressure_flushes;
+    }
+  }
   d.last_tags = std::move(e.tags);
   return true;
 }
@@ -305,6 +328,7 @@ Tick RtlRuntimePacketManager::next_event(Tick now) const {
 }
 
 std::size_t RtlRuntimePacketManager::occupancy() const { return impl_->held; }
+const golden::RpmStats* RtlRuntimePacketManager::rpm_stats() const { return &impl_->stats; }
 
 const std::vector<std::uint64_t>& RtlRuntimePacketManager::last_pick_tags() const { return impl_->last_tags; }
 std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->model->simulated; }

@@ -49,6 +49,8 @@ class RpmModel {
   /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
   virtual void move_age(std::uint32_t from, std::uint32_t to) = 0;
   virtual void clear_age(std::uint32_t slot) = 0;
+  /// The scheduler's age counter of `slot` (cycles).
+  virtual std::uint64_t age_of(std::uint32_t slot) const = 0;
   virtual void trace_to(const std::string& fst_path) = 0;
 
   std::uint64_t cycle = 0;  ///< the hub cycle the model is in
@@ -188,6 +190,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
   void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
   void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
+  std::uint64_t age_of(std::uint32_t slot) const override { return age(slot); }
 
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 

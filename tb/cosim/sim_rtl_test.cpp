@@ -151,13 +151,26 @@ void compare(const std::string& args, const std::string& tag, bool ingress_order
   const double tr = rtl.results.at("layer_time_us").get<double>();
   EXPECT_LE(std::fabs(tr - tg), 0.01 * tg) << "layer time: moehub " << tg << " us, rtl " << tr << " us";
   EXPECT_EQ(rtl.results.at("moehub").at("rat").at("allocations"), golden.results.at("moehub").at("rat").at("allocations"));
+  // the RPM's statistics are reported by the RTL adapter too (also while
+  // --hub-digest records): the same stores and packets; with the same order
+  // and times (ingress_order) the same flush reasons
+  ASSERT_TRUE(rtl.results.at("moehub").at("units").at("rpm").get<bool>());
+  const J& rg = golden.results.at("moehub").at("rpm");
+  const J& rr = rtl.results.at("moehub").at("rpm");
+  for (const char* k : {"stores_accepted", "stores_merged", "packets_sent", "bytes_sent"}) {
+    EXPECT_EQ(rr.at(k), rg.at(k)) << k;
+  }
+  if (ingress_order) {
+    EXPECT_EQ(rr, rg);
+  }
   EXPECT_EQ(order_differences(golden.digest, rtl.digest, ingress_order), "");
   const OrderAgreement order = order_agreement(golden.digest, rtl.digest, "order");
   const OrderAgreement timed = order_agreement(golden.digest, rtl.digest, "timed");
   std::printf("%s: layer time moehub %.3f us, rtl %.3f us; %s rows; same order on %d of %d streams, same order and "
-              "times on %d; LocalRowIDs row by row %s; rtl RAT %s; wall moehub %.2f s, rtl %.2f s\n",
+              "times on %d; LocalRowIDs row by row %s; rtl RAT %s; rtl RPM %s; wall moehub %.2f s, rtl %.2f s\n",
               tag.c_str(), tg, tr, rtl.digest.at("local_rows").at("rows").dump().c_str(), order.same, order.links,
               timed.same, order.local_rows ? "equal" : "differ", rtl.results.at("moehub").at("rat").dump().c_str(),
+              rr.dump().c_str(),
               golden.results.at("host").at("wall_seconds").get<double>(),
               rtl.results.at("host").at("wall_seconds").get<double>());
   fs::remove_all(d);
