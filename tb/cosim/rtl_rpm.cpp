@@ -163,6 +163,7 @@ struct RtlRuntimePacketManager::Impl {
   std::size_t held = 0;     // valid slots
   std::size_t shown = 0;    // valid slots presented on the model
   std::vector<std::size_t> deferred;  // valid slots created after the model's cycle, not yet presented
+  std::vector<std::uint32_t> withdrawn;  // deferred slots shown to the last offer only
   std::vector<std::uint64_t> last_tags;
   std::uint64_t skipped = 0;
   golden::RpmStats stats;
@@ -253,9 +254,16 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
     d.present(i);
   }
   const int granted = d.model->offer(congested);
+  d.withdrawn.clear();
+  bool grant_stands = true;  // no entry withdrawn from the granted partition
   for (const std::size_t i : d.deferred) {
     d.pool[i].presented = false;
-    if (static_cast<int>(i) != granted) d.present(i);
+    if (static_cast<int>(i) == granted) continue;
+    d.present(i);
+    d.withdrawn.push_back(static_cast<std::uint32_t>(i));
+    if (granted >= 0 && i / d.g.entries_per_peer == static_cast<std::size_t>(granted) / d.g.entries_per_peer) {
+      grant_stands = false;
+    }
   }
   if (granted < 0) {
     d.model->decline();
@@ -274,7 +282,8 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   bool partition_full = true;
   const std::size_t base = slot / d.g.entries_per_peer * d.g.entries_per_peer;
   for (std::size_t i = base; i < base + d.g.entries_per_peer; ++i) partition_full = partition_full && d.pool[i].valid;
-  d.model->take();  // the grant is taken at this edge; the slot is free after it
+  // the grant is taken at this edge; the slot is free after it
+  d.model->take(grant_stands ? &d.withdrawn : nullptr);
   Impl::Entry e = std::move(d.pool[slot]);
   Impl::vacate(d.pool[slot]);
   --d.held;
