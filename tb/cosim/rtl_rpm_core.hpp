@@ -145,20 +145,21 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     if (m_->gnt_ready_i != 0 || m_->congested_i != 0) stale_ = true;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
-    if (trace_ || n < 2) {
+    if (trace_) {
       for (std::uint64_t k = 0; k < n; ++k) edge();
       return;
     }
     // No grant is taken and the inputs hold: the only state that moves is the
-    // age counters (valid: + 1 saturating; invalid: 0). One clock edge brings
-    // every invalid slot to 0, then the rest is added here.
-    edge();
+    // age counters (valid: + 1 saturating; invalid: 0, where the pool keeps
+    // an empty slot's counter: the edge that takes a grant clears it, and
+    // clear_age() a slot emptied otherwise). The increments are added here,
+    // without evaluating the model.
     const std::uint64_t max = (1ULL << g_.timer_bits) - 1;
     for (std::uint32_t i = 0; i < valid_.size(); ++i) {
-      if (valid_[i]) set_age(i, std::min(max, age(i) + (n - 1)));
+      if (valid_[i]) set_age(i, std::min(max, age(i) + n));
     }
-    cycle += n - 1;
-    forwarded += n - 1;
+    cycle += n;
+    forwarded += n;
   }
 
   int offer(const std::vector<std::uint8_t>& congested) override {
