@@ -20,8 +20,11 @@
 // Channels (valid/ready): cfg (register or flush a region), req -> rsp
 // (one outstanding response register, so one request per cycle while rsp
 // drains), spill (to memory), restore_req (to memory) -> restore_rsp.
-// Timing: hit or first arrival: the response is registered one cycle after
-// the request is taken; a restore adds the memory round trip. The response
+// Timing: hit: the response is registered one cycle after the request is
+// taken; a response that asks the APT for a row (a first arrival, a region
+// found full, or a restore query that found nothing) comes AllocCycles
+// cycles later still (the allocation's latency; the unit takes no request
+// meanwhile); a restore adds the memory round trip. The response
 // register holds the region's BaseAddr and LocalRowID * RowSize + RowOffset;
 // their sum follows it, so rsp_addr_o is one adder after registers and its
 // user registers it. Register: one cycle (after a pending response); flush: one
@@ -47,7 +50,10 @@ module moehub_aau #(
   /// Width of a RowOffset in bytes.
   parameter int unsigned OffsetWidth = 16,
   /// Width of a local address.
-  parameter int unsigned AddrWidth = 48
+  parameter int unsigned AddrWidth = 48,
+  /// Extra cycles of a response that needed the APT (the allocation's
+  /// latency beyond the lookup cycle); 0: in the lookup cycle.
+  parameter int unsigned AllocCycles = 0
 ) (
   /// Clock.
   input  logic                        clk_i,
@@ -121,15 +127,19 @@ module moehub_aau #(
 
   /// Width of a MallocID, the region index (do not override).
   localparam int unsigned MallocIdWidth = (Regions > 1) ? $clog2(Regions) : 1;
+  /// Width of the allocation wait counter (do not override).
+  localparam int unsigned AllocWaitW = (AllocCycles > 1) ? $clog2(AllocCycles) : 1;
 
-  typedef enum logic [1:0] {
-    StIdle        = 2'd0,
-    StRestoreReq  = 2'd1,
-    StRestoreWait = 2'd2,
-    StFlush       = 2'd3
+  typedef enum logic [2:0] {
+    StIdle        = 3'd0,
+    StRestoreReq  = 3'd1,
+    StRestoreWait = 3'd2,
+    StFlush       = 3'd3,
+    StAllocWait   = 3'd4   // a response that needed the APT waits AllocCycles
   } state_e;
 
   state_e                        state_d, state_q;
+  logic [AllocWaitW-1:0]         alloc_wait_d, alloc_wait_q;   // cycles left in StAllocWait, minus one
   logic [MallocIdWidth-1:0]      hold_malloc_d, hold_malloc_q;
   logic [RowIdWidth-1:0]         hold_row_d, hold_row_q;
   logic [OffsetWidth-1:0]        hold_offset_d, hold_offset_q;
@@ -243,6 +253,7 @@ module moehub_aau #(
 
   always_comb begin
     state_d        = state_q;
+    alloc_wait_d   = alloc_wait_q;
     hold_malloc_d  = hold_malloc_q;
     hold_row_d     = hold_row_q;
     hold_offset_d  = hold_offset_q;
@@ -289,6 +300,12 @@ module moehub_aau #(
               rsp_hit_d   = region_ok && rat_hit;
               rsp_local_d = rat_hit ? rat_hit_local : apt_row;
               apt_alloc   = region_ok && !rat_hit && !spilled && apt_ok;
+              if (AllocCycles > 0 && region_ok && !rat_hit) begin
+                // the APT's answer: the response waits (the mapping is in place)
+                rsp_valid_d  = 1'b0;
+                state_d      = StAllocWait;
+                alloc_wait_d = AllocWaitW'(AllocCycles - 1);
+              end
             end else begin
               state_d = StRestoreReq;
             end
@@ -315,7 +332,21 @@ module moehub_aau #(
             rsp_restored_d = restore_rsp_found_i;
             rsp_local_d    = rat_fill_local;
             apt_alloc      = !restore_rsp_found_i && apt_ok;
+            if (AllocCycles > 0 && !restore_rsp_found_i) begin
+              rsp_valid_d  = 1'b0;
+              state_d      = StAllocWait;
+              alloc_wait_d = AllocWaitW'(AllocCycles - 1);
+            end
           end
+        end
+      end
+      StAllocWait: begin
+        // the response registers hold the answer; hold_* the request
+        if (alloc_wait_q == '0) begin
+          state_d     = StIdle;
+          rsp_valid_d = 1'b1;
+        end else begin
+          alloc_wait_d = alloc_wait_q - AllocWaitW'(1);
         end
       end
       StFlush: begin
@@ -354,6 +385,7 @@ module moehub_aau #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q        <= StIdle;
+      alloc_wait_q   <= '0;
       hold_malloc_q  <= '0;
       hold_row_q     <= '0;
       hold_offset_q  <= '0;
@@ -369,6 +401,7 @@ module moehub_aau #(
       rsp_row_q      <= '0;
     end else begin
       state_q        <= state_d;
+      alloc_wait_q   <= alloc_wait_d;
       hold_malloc_q  <= hold_malloc_d;
       hold_row_q     <= hold_row_d;
       hold_offset_q  <= hold_offset_d;

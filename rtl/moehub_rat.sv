@@ -6,7 +6,8 @@
 // within it, to set (RowID / Banks) mod Sets, so consecutive rows fall in
 // different banks. Each bank's storage is one array of Sets words, a word
 // holding the Ways entries of a set (MallocID, RowID, LocalRowID), written
-// one word at a time and never reset: the shape of one SRAM macro per bank.
+// one word at a time and never reset: the shape of one SRAM macro per bank
+// (a bank of one set is that one word, a register).
 // Valid bits and the per-set FIFO pointers are flip-flops (they are cleared
 // on reset and by a flush).
 //
@@ -108,17 +109,29 @@ module moehub_rat #(
 
   // ---- storage: one word array per bank ------------------------------------
   logic [SetIdxW-1:0]       rd_set;              // set read in every bank
-  logic [Banks*WordW-1:0]   rd_words;
+  logic [WordW-1:0]         bank_word [Banks];   // each bank's word of set rd_set
   logic [Banks-1:0]         wr_en;
+  logic [BankIdxW-1:0]      wr_bank;             // the bank of wr_en (one-hot)
   logic [SetIdxW-1:0]       wr_set;
   logic [WordW-1:0]         wr_word;
 
-  for (genvar b = 0; b < Banks; b++) begin : gen_bank
-    logic [WordW-1:0] mem_q [Sets];
-    always_ff @(posedge clk_i) begin
-      if (wr_en[b]) mem_q[wr_set] <= wr_word;
+  if (Sets > 1) begin : gen_sets
+    for (genvar b = 0; b < Banks; b++) begin : gen_bank
+      logic [WordW-1:0] mem_q [Sets];
+      always_ff @(posedge clk_i) begin
+        if (wr_en[b]) mem_q[wr_set] <= wr_word;
+      end
+      assign bank_word[b] = mem_q[rd_set];
     end
-    assign rd_words[b*WordW +: WordW] = mem_q[rd_set];
+    logic unused_bank;   // (the banks' own write enables)
+    assign unused_bank = ^wr_bank;
+  end else begin : gen_one_set
+    // a bank of one set is one word: the words themselves are the storage
+    always_ff @(posedge clk_i) begin
+      if (wr_en != '0) bank_word[wr_bank] <= wr_word;
+    end
+    logic unused_set;
+    assign unused_set = ^{rd_set, wr_set};
   end
 
   // ---- request path --------------------------------------------------------
@@ -142,7 +155,7 @@ module moehub_rat #(
 
   always_comb begin
     line   = $clog2(Lines+1)'(req_bank) * $clog2(Lines+1)'(Sets) + $clog2(Lines+1)'(req_set);
-    word   = rd_words[req_bank*WordW +: WordW];
+    word   = bank_word[req_bank];
 
     // tag compare
     hit_o       = 1'b0;
@@ -188,6 +201,7 @@ module moehub_rat #(
     scan_d        = scan_q;
     flush_ready_o = 1'b0;
     wr_en         = '0;
+    wr_bank       = req_bank;
     wr_set        = req_set;
     wr_word       = word;
 
@@ -204,7 +218,7 @@ module moehub_rat #(
     if (flushing_q) begin
       for (int unsigned b = 0; b < Banks; b++) begin
         for (int unsigned w = 0; w < Ways; w++) begin
-          if (rd_words[b*WordW + w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
+          if (bank_word[b][w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
             valid_d[(b*Sets + 32'(scan_q))*Ways + w] = 1'b0;
           end
         end

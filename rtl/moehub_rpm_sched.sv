@@ -76,21 +76,33 @@ module moehub_rpm_sched #(
   localparam int unsigned Total = Dests * Depth;
 
   // ---- entry age (timer bypass) -------------------------------------------
-  logic [Total*TimerWidth-1:0] age_d, age_q;
-  logic [Total-1:0]            eligible, expired;
+  // (arrays of counters: one element per entry)
+  logic [TimerWidth-1:0]       age_d [Total];
+  logic [TimerWidth-1:0]       age_q [Total];
+  logic [Total-1:0]            eligible, expired, part_full_mask;
   logic [Dests-1:0]            part_full;
 
-  always_comb begin
-    for (int unsigned d = 0; d < Dests; d++) begin
-      part_full[d] = &entry_valid_i[d*Depth +: Depth];
-    end
-    for (int unsigned i = 0; i < Total; i++) begin
-      expired[i]  = age_q[i*TimerWidth +: TimerWidth] >= timeout_i;
-      eligible[i] = entry_valid_i[i] && (entry_full_i[i] || expired[i] || part_full[i / Depth] || drain_i);
-    end
+  for (genvar d = 0; d < Dests; d++) begin : gen_part_full
+    assign part_full[d]                        = &entry_valid_i[d*Depth +: Depth];
+    assign part_full_mask[d*Depth +: Depth]    = {Depth{part_full[d]}};
   end
+  for (genvar i = 0; i < Total; i++) begin : gen_expired
+    assign expired[i] = age_q[i] >= timeout_i;
+  end
+  assign eligible = entry_valid_i & (entry_full_i | expired | part_full_mask | {Total{drain_i}});
 
   // ---- per partition: tournament over its entries -------------------------
+  // Each entry's rank is one key, compared as an unsigned number (the larger
+  // wins, a tie goes to the lower index); from the top bit down:
+  //   eligible | expired | expired ? {age, 0...} : {priority, full, ~RowID, age}
+  // and all zeros for an entry that is not eligible. This is the order of
+  // the policy above: eligible first, expired before not, two expired ones
+  // by age alone, others by priority, full mask, smallest RowID, then age.
+  /// Width of an entry's rank key (do not override).
+  localparam int unsigned KeyW = 4 + RowIdWidth + TimerWidth;
+  /// Bits of the key below its eligible and expired bits (do not override).
+  localparam int unsigned RankW = KeyW - 2;
+
   logic [Dests-1:0]           part_ok;
   logic [Dests*EntryIdxW-1:0] part_idx;
 
@@ -98,32 +110,26 @@ module moehub_rpm_sched #(
     // node k (1 .. 2*Leaves-1) at position k-1; leaves at Leaves .. 2*Leaves-1
     // (split_var: the nodes of one vector feed each other without a loop;
     // with Depth = 1 there is nothing to split)
+    // (not traced: a traced split vector is joined again on every evaluation)
     /* verilator lint_off SPLITVAR */
-    logic [2*Leaves-2:0]                n_ok   /* verilator split_var */;
-    logic [2*Leaves-2:0]                n_exp  /* verilator split_var */;
-    logic [2*Leaves-2:0]                n_prio /* verilator split_var */;
-    logic [2*Leaves-2:0]                n_full /* verilator split_var */;
-    logic [(2*Leaves-1)*RowIdWidth-1:0] n_row  /* verilator split_var */;
-    logic [(2*Leaves-1)*TimerWidth-1:0] n_age  /* verilator split_var */;
-    logic [(2*Leaves-1)*EntryIdxW-1:0]  n_idx  /* verilator split_var */;
+    /* verilator tracing_off */
+    logic [(2*Leaves-1)*KeyW-1:0]      n_key /* verilator split_var */;
+    logic [(2*Leaves-1)*EntryIdxW-1:0] n_idx /* verilator split_var */;
+    /* verilator tracing_on */
     /* verilator lint_on SPLITVAR */
 
     for (genvar l = 0; l < Leaves; l++) begin : gen_leaf
       localparam int unsigned K = Leaves + l - 1;
       if (l < Depth) begin : gen_used
-        assign n_ok[K]                           = eligible[d*Depth + l];
-        assign n_exp[K]                          = expired[d*Depth + l];
-        assign n_prio[K]                         = entry_prio_i[d*Depth + l];
-        assign n_full[K]                         = entry_full_i[d*Depth + l];
-        assign n_row[K*RowIdWidth +: RowIdWidth] = entry_row_i[(d*Depth + l)*RowIdWidth +: RowIdWidth];
-        assign n_age[K*TimerWidth +: TimerWidth] = age_q[(d*Depth + l)*TimerWidth +: TimerWidth];
+        localparam int unsigned I = d*Depth + l;
+        logic [TimerWidth-1:0] age;
+        logic [RankW-1:0]      rank;
+        assign age  = age_q[I];
+        assign rank = expired[I] ? {age, {(RankW-TimerWidth){1'b0}}}
+                                 : {entry_prio_i[I], entry_full_i[I], ~entry_row_i[I*RowIdWidth +: RowIdWidth], age};
+        assign n_key[K*KeyW +: KeyW] = eligible[I] ? {1'b1, expired[I], rank} : '0;
       end else begin : gen_pad
-        assign n_ok[K]                           = 1'b0;
-        assign n_exp[K]                          = 1'b0;
-        assign n_prio[K]                         = 1'b0;
-        assign n_full[K]                         = 1'b0;
-        assign n_row[K*RowIdWidth +: RowIdWidth] = '0;
-        assign n_age[K*TimerWidth +: TimerWidth] = '0;
+        assign n_key[K*KeyW +: KeyW] = '0;
       end
       assign n_idx[K*EntryIdxW +: EntryIdxW] = EntryIdxW'(l);
     end
@@ -131,38 +137,18 @@ module moehub_rpm_sched #(
     for (genvar k = 1; k < Leaves; k++) begin : gen_node
       localparam int unsigned A = 2*k - 1;   // left child position
       localparam int unsigned B = 2*k;       // right child position
-      logic                  take_b, b_older;
-      logic [RowIdWidth-1:0] row_a, row_b;
-      assign row_a   = n_row[A*RowIdWidth +: RowIdWidth];
-      assign row_b   = n_row[B*RowIdWidth +: RowIdWidth];
-      assign b_older = n_age[B*TimerWidth +: TimerWidth] > n_age[A*TimerWidth +: TimerWidth];
-      always_comb begin
-        if (!n_ok[B])                    take_b = 1'b0;
-        else if (!n_ok[A])               take_b = 1'b1;
-        else if (n_exp[A] != n_exp[B])   take_b = n_exp[B];
-        else if (n_exp[A])               take_b = b_older;
-        else if (n_prio[A] != n_prio[B]) take_b = n_prio[B];
-        else if (n_full[A] != n_full[B]) take_b = n_full[B];
-        else if (row_a != row_b)         take_b = row_b < row_a;
-        else                             take_b = b_older;
-      end
-      assign n_ok[k-1]                              = n_ok[A] || n_ok[B];
-      assign n_exp[k-1]                             = take_b ? n_exp[B] : n_exp[A];
-      assign n_prio[k-1]                            = take_b ? n_prio[B] : n_prio[A];
-      assign n_full[k-1]                            = take_b ? n_full[B] : n_full[A];
-      assign n_age[(k-1)*TimerWidth +: TimerWidth]  = take_b ? n_age[B*TimerWidth +: TimerWidth]
-                                                             : n_age[A*TimerWidth +: TimerWidth];
-      assign n_row[(k-1)*RowIdWidth +: RowIdWidth]  = take_b ? n_row[B*RowIdWidth +: RowIdWidth]
-                                                             : n_row[A*RowIdWidth +: RowIdWidth];
-      assign n_idx[(k-1)*EntryIdxW +: EntryIdxW]    = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
-                                                             : n_idx[A*EntryIdxW +: EntryIdxW];
+      logic take_b;
+      assign take_b = n_key[B*KeyW +: KeyW] > n_key[A*KeyW +: KeyW];
+      assign n_key[(k-1)*KeyW +: KeyW]           = take_b ? n_key[B*KeyW +: KeyW] : n_key[A*KeyW +: KeyW];
+      assign n_idx[(k-1)*EntryIdxW +: EntryIdxW] = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
+                                                          : n_idx[A*EntryIdxW +: EntryIdxW];
     end
 
-    assign part_ok[d]                           = n_ok[0];
-    assign part_idx[d*EntryIdxW +: EntryIdxW]   = n_idx[0 +: EntryIdxW];
-    // the winner's priority and RowID are only needed inside the tree
+    assign part_ok[d]                         = n_key[KeyW-1];
+    assign part_idx[d*EntryIdxW +: EntryIdxW] = n_idx[0 +: EntryIdxW];
+    // the winner's rank is only needed inside the tree
     logic unused_root;
-    assign unused_root = ^{n_exp[0], n_prio[0], n_full[0], n_row[0 +: RowIdWidth], n_age[0 +: TimerWidth]};
+    assign unused_root = ^n_key[KeyW-2:0];
   end
 
   // ---- round robin over destinations ---------------------------------------
@@ -200,24 +186,21 @@ module moehub_rpm_sched #(
     if (gnt_valid_o && gnt_ready_i) begin
       rr_d = (sel == DestIdxW'(Dests - 1)) ? '0 : sel + DestIdxW'(1);
     end
-    for (int unsigned i = 0; i < Total; i++) begin
-      if (!entry_valid_i[i] || (gnt_o[i] && gnt_ready_i)) begin
-        age_d[i*TimerWidth +: TimerWidth] = '0;
-      end else if (age_q[i*TimerWidth +: TimerWidth] != {TimerWidth{1'b1}}) begin
-        age_d[i*TimerWidth +: TimerWidth] = age_q[i*TimerWidth +: TimerWidth] + TimerWidth'(1);
-      end else begin
-        age_d[i*TimerWidth +: TimerWidth] = age_q[i*TimerWidth +: TimerWidth];
-      end
-    end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      rr_q  <= '0;
-      age_q <= '0;
-    end else begin
-      rr_q  <= rr_d;
-      age_q <= age_d;
+    if (!rst_ni) rr_q <= '0;
+    else         rr_q <= rr_d;
+  end
+
+  // an entry's age: 0 while its slot is empty and after its grant is taken,
+  // else one more per cycle, saturating
+  for (genvar i = 0; i < Total; i++) begin : gen_age
+    assign age_d[i] = (!entry_valid_i[i] || (gnt_o[i] && gnt_ready_i)) ? '0
+                    : (age_q[i] == {TimerWidth{1'b1}}) ? age_q[i] : age_q[i] + TimerWidth'(1);
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) age_q[i] <= '0;
+      else         age_q[i] <= age_d[i];
     end
   end
 

@@ -10,6 +10,9 @@
 # Default job: --schedule moehub with the default system, model and tokens.
 # Environment: BENCH_BUILD_DIR=<dir> uses the moehub-sim of that build folder
 # (default build/dev; it must be configured with Verilator found, MOEHUB_RTL).
+# BENCH_OLD_BUILD_DIR=<dir> also runs that (already built) folder's moehub-sim
+# with --hub-impl rtl in each round, as a row "rtl (old)": an older build
+# measured side by side with the current one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-3}"
@@ -20,29 +23,35 @@ args=("$@")
 build="${BENCH_BUILD_DIR:-build/dev}"
 cmake --build "$build" -j "$(nproc)" --target moehub-sim >/dev/null
 sim="$build/host/sim/moehub-sim"
+old="${BENCH_OLD_BUILD_DIR:-}"
+impls=(moehub rtl)
+[ -n "$old" ] && impls+=(rtl-old)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 for ((r = 0; r < reps; ++r)); do
-  for impl in moehub rtl; do
-    /usr/bin/time -f "%U %e" -o "$work/$impl.$r.time" "$sim" "${args[@]}" --hub-impl "$impl" --quiet \
+  for impl in "${impls[@]}"; do
+    bin="$sim" hub="$impl"
+    [ "$impl" = rtl-old ] && bin="$old/host/sim/moehub-sim" hub=rtl
+    /usr/bin/time -f "%U %e" -o "$work/$impl.$r.time" "$bin" "${args[@]}" --hub-impl "$hub" --quiet \
       --no-timeline --results "$work/$impl.$r.json" --hub-digest "$work/$impl.$r.digest.json"
   done
 done
-python3 - "$work" "$reps" "${args[*]}" <<'PY'
+python3 - "$work" "$reps" "${args[*]}" "${impls[*]}" <<'PY'
 import json, statistics, sys
-work, reps, args = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+work, reps, args, impls = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split()
 t = {}
-for impl in ("moehub", "rtl"):
+for impl in impls:
     runs = [open(f"{work}/{impl}.{r}.time").read().split() for r in range(reps)]
     t[impl] = (statistics.median(float(u) for u, _ in runs), statistics.median(float(w) for _, w in runs))
-res = {i: json.load(open(f"{work}/{i}.0.json")) for i in ("moehub", "rtl")}
-dig = {i: json.load(open(f"{work}/{i}.0.digest.json")) for i in ("moehub", "rtl")}
+res = {i: json.load(open(f"{work}/{i}.0.json")) for i in impls}
+dig = {i: json.load(open(f"{work}/{i}.0.digest.json")) for i in impls}
 print(f"moehub-sim {args}: {reps} runs each (median)")
 print("| hub | CPU s | wall s | layer time us |")
 print("| --- | --- | --- | --- |")
-for i in ("moehub", "rtl"):
+for i in impls:
     print(f"| {i} | {t[i][0]:.2f} | {t[i][1]:.2f} | {res[i]['layer_time_us']:.3f} |")
-print(f"rtl / moehub: CPU {t['rtl'][0] / t['moehub'][0]:.1f}x, wall {t['rtl'][1] / t['moehub'][1]:.1f}x")
+for i in impls[1:]:
+    print(f"{i} / moehub: CPU {t[i][0] / t['moehub'][0]:.1f}x, wall {t[i][1] / t['moehub'][1]:.1f}x")
 def streams(d, key):
     out = [g["ingress"][key] for g in d["gpus"]]
     for g in d["gpus"]:
@@ -53,4 +62,6 @@ for key in ("content", "order", "timed"):
     same = sum(x == y for x, y in zip(streams(a, key), streams(b, key)))
     print(f"streams with the same {key}: {same} of {len(streams(a, key))}")
 print("LocalRowIDs row by row:", "equal" if a["local_rows"]["digest"] == b["local_rows"]["digest"] else "differ")
+strip = lambda r: {k: v for k, v in r.items() if k != "host"}
+print("results.json of rtl and moehub apart from host:", "equal" if strip(res["rtl"]) == strip(res["moehub"]) else "differ")
 PY

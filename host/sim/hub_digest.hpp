@@ -4,8 +4,8 @@
 // Installs a golden::HubFunctionsObserver that wraps every hub's ingress and
 // egress function with a recorder (the wrapper of an AAU is itself an
 // AddressAllocationUnit that forwards every call, so the platform reaches the
-// wrapped unit as before; the RPM's statistics are left out of results.json
-// while recording). Recorded, per GPU:
+// wrapped unit as before; the egress recorder forwards the packet manager's
+// statistics, EgressFunction::rpm_stats). Recorded, per GPU:
 // - ingress: the writes accepted, in order (opcode, source GPU, MallocID,
 //   RowID, RowOffset, bytes, LocalRowID, address), as a 64-bit FNV-1a digest
 //   of the sequence, and a second digest that includes each write's time;

@@ -97,9 +97,9 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
       rat.conflict_cycles += s.conflict_cycles;
       rat.stalls += s.stalls;
     }
-    if (const auto* r = dynamic_cast<const golden::RuntimePacketManager*>(&h.egress_function())) {
+    if (const golden::RpmStats* r = h.egress_function().rpm_stats()) {
       has_rpm = true;
-      const auto& s = r->stats();
+      const auto& s = *r;
       rpm.stores_accepted += s.stores_accepted;
       rpm.stores_merged += s.stores_merged;
       rpm.stores_sent += s.stores_sent;

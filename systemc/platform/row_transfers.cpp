@@ -338,8 +338,8 @@ void RowTransfers::on_acknowledged(const MoePacketExt& r, Tick t) {
   const auto bin = static_cast<std::int64_t>(t / trace_bin_);
   if (bin > rpm_bin_[g]) {
     rpm_bin_[g] = bin;
-    if (const auto* m = dynamic_cast<const golden::RuntimePacketManager*>(&hubs_[g]->egress_function())) {
-      trace_.rpm.push_back({r.dst_gpu, t, m->stats()});
+    if (const golden::RpmStats* m = hubs_[g]->egress_function().rpm_stats()) {
+      trace_.rpm.push_back({r.dst_gpu, t, *m});
     }
   }
   p.last = std::max(p.last, t);

@@ -140,7 +140,7 @@ void moehub_tracks(std::ostringstream& o, const std::function<void()>& sep, cons
       counter(o, g, "RAT evictions", recs[g].end, rat_evict_args(a->rat().stats()));
     }
     // RPM counters (producer side)
-    if (const auto* m = dynamic_cast<const golden::RuntimePacketManager*>(&hub.egress_function())) {
+    if (const golden::RpmStats* m = hub.egress_function().rpm_stats()) {
       const golden::RpmStats zero{};
       sep();
       counter(o, g, "RPM stores and packets", 0, rpm_args(zero));
@@ -154,9 +154,9 @@ void moehub_tracks(std::ostringstream& o, const std::function<void()>& sep, cons
         counter(o, g, "RPM packets by payload flits", x.at, rpm_size_args(x.rpm));
       }
       sep();
-      counter(o, g, "RPM stores and packets", recs[g].end, rpm_args(m->stats()));
+      counter(o, g, "RPM stores and packets", recs[g].end, rpm_args(*m));
       sep();
-      counter(o, g, "RPM packets by payload flits", recs[g].end, rpm_size_args(m->stats()));
+      counter(o, g, "RPM packets by payload flits", recs[g].end, rpm_size_args(*m));
     }
   }
 }

@@ -5,12 +5,17 @@
 // same packets (the stores they carry, their bytes and offsets) in the same
 // order, the same can_accept answers and the same next_event times. Each
 // cycle accepts before it picks (the order the adapter models exactly).
+// Without a waveform the adapter forms a clock edge by copying the model's
+// next state into its flip-flops; with one it toggles the clock: both must
+// agree with the behavioural RPM.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "golden/rpm.hpp"
@@ -46,16 +51,17 @@ TEST(CosimRpm, RefusesWhatTheRtlCannotBe) {
   EXPECT_THROW(RtlRuntimePacketManager{p}, std::invalid_argument);
 }
 
-void run(bool hold, std::uint32_t seed) {
+void run(bool hold, std::uint32_t seed, std::uint64_t cycles = 200000, const std::string& fst = "") {
   RuntimePacketManager golden(params(hold));
   RtlRuntimePacketManager rtl(params(hold));
+  if (!fst.empty()) rtl.trace_to(fst);
   const HubClock clock(params(hold).clock_ghz);
   std::mt19937_64 rng(seed);
   std::uint64_t picks = 0, mismatches = 0, tag = 1;
   const auto fail = [&](std::uint64_t c, const char* what) {
     if (mismatches++ < 5) ADD_FAILURE() << "cycle " << c << ": " << what;
   };
-  for (std::uint64_t c = 0; c < 200000; ++c) {
+  for (std::uint64_t c = 0; c < cycles; ++c) {
     const auto now = clock.tick_of(c);
     const bool quiet = (c / 2000) % 4 == 3;  // a quarter of the time no stores: the pool drains, then idles
     if (!quiet && rng() % 4 != 0) {
@@ -104,14 +110,39 @@ void run(bool hold, std::uint32_t seed) {
   }
   EXPECT_EQ(mismatches, 0u);
   EXPECT_EQ(golden.occupancy(), rtl.occupancy());
-  std::printf("egress co-simulation (hold_partial %d): %llu packets, %llu cycles simulated, %llu skipped\n", hold ? 1 : 0,
-              static_cast<unsigned long long>(picks), static_cast<unsigned long long>(rtl.cycles_simulated()),
-              static_cast<unsigned long long>(rtl.cycles_skipped()));
-  EXPECT_GT(picks, 50000u);
+  // the statistics the adapter counts are the behavioural RPM's
+  const auto& gs = golden.stats();
+  ASSERT_NE(rtl.rpm_stats(), nullptr);
+  const auto& rs = *rtl.rpm_stats();
+  EXPECT_EQ(gs.stores_accepted, rs.stores_accepted);
+  EXPECT_EQ(gs.stores_merged, rs.stores_merged);
+  EXPECT_EQ(gs.stores_sent, rs.stores_sent);
+  EXPECT_EQ(gs.packets_sent, rs.packets_sent);
+  EXPECT_EQ(gs.bytes_sent, rs.bytes_sent);
+  EXPECT_EQ(gs.full_packets, rs.full_packets);
+  EXPECT_EQ(gs.timer_flushes, rs.timer_flushes);
+  EXPECT_EQ(gs.pressure_flushes, rs.pressure_flushes);
+  EXPECT_EQ(gs.packet_flits, rs.packet_flits);
+  if (hold) {
+    EXPECT_GT(rs.timer_flushes, 0u);
+  }
+  std::printf("egress co-simulation (hold_partial %d): %llu packets, %llu cycles simulated, %llu skipped; %llu full, "
+              "%llu timer flushes, %llu pressure flushes\n",
+              hold ? 1 : 0, static_cast<unsigned long long>(picks),
+              static_cast<unsigned long long>(rtl.cycles_simulated()),
+              static_cast<unsigned long long>(rtl.cycles_skipped()), static_cast<unsigned long long>(rs.full_packets),
+              static_cast<unsigned long long>(rs.timer_flushes), static_cast<unsigned long long>(rs.pressure_flushes));
+  EXPECT_GT(picks, cycles / 4);
   EXPECT_GT(rtl.cycles_skipped(), 0u);  // idle stretches are not simulated
 }
 
 TEST(CosimRpm, SamePacketsAsTheGoldenRpm) { run(true, 3); }
 TEST(CosimRpm, SamePacketsWithoutHolding) { run(false, 4); }
+TEST(CosimRpm, SamePacketsWithEveryEdgeClocked) {
+  const auto fst = std::filesystem::temp_directory_path() / "cosim_rpm_test_every_edge.fst";
+  run(true, 5, 20000, fst.string());
+  EXPECT_GT(std::filesystem::file_size(fst), 0u);
+  std::filesystem::remove(fst);
+}
 
 }  // namespace

@@ -31,13 +31,17 @@ const detail::AauModelEntry& model_for(const golden::AauParams& p) {
   std::string built;
   for (const auto& e : detail::aau_models()) {
     const RtlAauGeometry& g = e.geometry;
-    if (g.regions == p.apt_regions && g.rat_entries == p.rat.entries && g.rat_banks == p.rat.banks) return e;
+    if (g.regions == p.apt_regions && g.rat_entries == p.rat.entries && g.rat_banks == p.rat.banks &&
+        g.alloc_cycles == p.rat.apt_cycles) {
+      return e;
+    }
     built += (built.empty() ? "" : ", ") + std::to_string(g.regions) + " regions/" + std::to_string(g.rat_entries) +
-             " entries/" + std::to_string(g.rat_banks) + " banks";
+             " entries/" + std::to_string(g.rat_banks) + " banks/" + std::to_string(g.alloc_cycles) + " alloc cycles";
   }
   throw std::invalid_argument("RTL AAU: no model Verilated for " + std::to_string(p.apt_regions) +
-                              " APT regions and a RAT of " + std::to_string(p.rat.entries) + " entries in " +
-                              std::to_string(p.rat.banks) + " banks (built: " + built + "; tb/CMakeLists.txt)");
+                              " APT regions, a RAT of " + std::to_string(p.rat.entries) + " entries in " +
+                              std::to_string(p.rat.banks) + " banks and apt_alloc_cycles " +
+                              std::to_string(p.rat.apt_cycles) + " (built: " + built + "; tb/CMakeLists.txt)");
 }
 
 }  // namespace

@@ -18,6 +18,11 @@
 // restore_cycles is skipped the same way). IngressResult::cycles is the
 // number of hub cycles from the write's arrival to its response, and the
 // metadata bytes count spills and restore queries (spill_entry_bytes each).
+// The RTL answers a hit one cycle after the request and a response that
+// needed the APT AllocCycles cycles later still; the model used is the one
+// whose AllocCycles is the configuration's apt_alloc_cycles
+// (AauParams::rat.apt_cycles), so that with rat_lookup_cycles = 1 the timing
+// is the behavioural AAU's.
 //
 // Stands in for the behavioural AAU: derives from golden::AddressAllocationUnit
 // (whose platform-facing members are virtual) so that the platform's
@@ -59,12 +64,14 @@ struct RtlAauGeometry {
   std::uint32_t row_id_bits;
   std::uint32_t offset_bits;
   std::uint32_t addr_bits;
+  std::uint32_t alloc_cycles;  ///< the RTL's AllocCycles (the behavioural AAU's rat.apt_cycles)
 };
 
 class RtlAddressAllocationUnit : public golden::AddressAllocationUnit {
  public:
-  /// p.apt_regions, p.rat.entries and p.rat.banks must be those of one of
-  /// geometries(); p.rat.restore_cycles is the spill area's read latency.
+  /// p.apt_regions, p.rat.entries, p.rat.banks and p.rat.apt_cycles must be
+  /// those of one of geometries(); p.rat.restore_cycles is the spill area's
+  /// read latency.
   explicit RtlAddressAllocationUnit(const golden::AauParams& p);
   ~RtlAddressAllocationUnit() override;
   RtlAddressAllocationUnit(const RtlAddressAllocationUnit&) = delete;

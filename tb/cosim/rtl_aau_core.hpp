@@ -130,15 +130,6 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
       m_->restore_rsp_found_i = found != spill_area_.end();
       put(m_->restore_rsp_local_i, found != spill_area_.end() ? found->second : 0U);
       m_->eval();
-      if (fired && m_->rsp_valid_o) {
-        a.ok = m_->rsp_ok_o != 0;
-        a.hit = m_->rsp_hit_o != 0;
-        a.restored = m_->rsp_restored_o != 0;
-        a.local = m_->rsp_local_o;
-        a.address = m_->rsp_addr_o;
-        a.done_cycle = cycle;
-        return a;  // taken (rsp_ready_i) at the next edge, whenever that comes
-      }
       if (m_->req_valid_i && m_->req_ready_o) fired = true;
       if (m_->spill_valid_o) {
         spill_area_[{m_->spill_malloc_o, m_->spill_row_o}] = static_cast<std::uint32_t>(m_->spill_local_o);
@@ -155,12 +146,31 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
       }
       edge();
       if (fired) m_->req_valid_i = 0;
+      // the response is registered (rsp_*_o are flip-flop outputs): the
+      // evaluation of the edge shows it, whatever the inputs are now
+      if (fired && m_->rsp_valid_o) return respond(a);
     }
   }
 
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
+  /// The response on the model's outputs, shown in the current cycle; it is
+  /// taken (rsp_ready_i) at the next edge, whenever that comes. The request
+  /// and restore answer are withdrawn (the next operation evaluates the
+  /// model before it reads an output).
+  AauAnswer& respond(AauAnswer& a) {
+    m_->req_valid_i = 0;
+    m_->restore_rsp_valid_i = 0;
+    a.ok = m_->rsp_ok_o != 0;
+    a.hit = m_->rsp_hit_o != 0;
+    a.restored = m_->rsp_restored_o != 0;
+    a.local = m_->rsp_local_o;
+    a.address = m_->rsp_addr_o;
+    a.done_cycle = cycle;
+    return a;
+  }
+
   void edge() {
     // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
     if (trace_) trace_->dump(cycle * 10);
@@ -168,7 +178,10 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
     m_->eval();
     if (trace_) trace_->dump(cycle * 10 + 5);
     m_->clk_i = 0;
-    m_->eval();
+    // Nothing in the unit is clocked on the falling edge: without a waveform
+    // it is evaluated with the next evaluation (every cycle starts with one,
+    // after the inputs of the cycle are set).
+    if (trace_) m_->eval();
     ++cycle;
     ++simulated;
   }

@@ -53,7 +53,7 @@ struct RtlRuntimePacketManager::Impl {
 
   Impl(const golden::RpmParams& params, const detail::RpmModelEntry& e)
       : p(params), clock(params.clock_ghz), g(e.geometry), model(e.make(params)),
-        pool(static_cast<std::size_t>(g.peers) * g.entries_per_peer) {}
+        pool(static_cast<std::size_t>(g.peers) * g.entries_per_peer), count(g.peers, 0) {}
 
   std::size_t partition_of(std::int32_t dst) const {
     if (dst < 0 || dst >= p.num_gpus || dst == p.gpu) {
@@ -65,9 +65,9 @@ struct RtlRuntimePacketManager::Impl {
   int find_merge(const StoreRequest& s) const {
     if (s.op == Opcode::kFlagWrite) return -1;
     const std::size_t part = partition_of(s.dst_gpu);
-    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
+    for (std::uint32_t i = 0; i < count[part]; ++i) {  // the valid entries
       const Entry& e = pool[part * g.entries_per_peer + i];
-      if (!e.valid || e.packet.op != s.op || e.packet.priority != s.priority || e.line != line_of(s)) continue;
+      if (e.packet.op != s.op || e.packet.priority != s.priority || e.line != line_of(s)) continue;
       if (is_row_store(s.op) && (e.packet.malloc_id != s.malloc_id || e.packet.row_id != s.row_id)) continue;
       return static_cast<int>(part * g.entries_per_peer + i);
     }
@@ -76,11 +76,8 @@ struct RtlRuntimePacketManager::Impl {
   /// The first free slot of `dst`'s partition (its entries are kept in
   /// arrival order from the partition's first slot on), or -1.
   int free_slot(std::int32_t dst) const {
-    const std::size_t base = partition_of(dst) * g.entries_per_peer;
-    for (std::uint32_t i = 0; i < g.entries_per_peer; ++i) {
-      if (!pool[base + i].valid) return static_cast<int>(base + i);
-    }
-    return -1;
+    const std::size_t part = partition_of(dst);
+    return count[part] < g.entries_per_peer ? static_cast<int>(part * g.entries_per_peer + count[part]) : -1;
   }
   /// Slot `slot` was emptied: the entries behind it move down one slot, with
   /// their age counters, so that slot order stays arrival order.
@@ -89,7 +86,7 @@ struct RtlRuntimePacketManager::Impl {
     std::size_t hole = slot;
     for (std::size_t j = slot + 1; j < end && pool[j].valid; ++j) {
       pool[hole] = std::move(pool[j]);
-      pool[j] = Entry{};
+      vacate(pool[j]);
       model->move_age(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(hole));
       present(hole);
       for (std::size_t& k : deferred) {
@@ -101,6 +98,12 @@ struct RtlRuntimePacketManager::Impl {
     present(hole);
   }
 
+  /// Marks a moved-from entry free (its other fields are not read while it is).
+  static void vacate(Entry& e) {
+    e.valid = false;
+    e.presented = false;
+    e.tags.clear();
+  }
   /// Presents slot `i` of the pool on the model (valid only once presented).
   void present(std::size_t i) {
     const Entry& e = pool[i];
@@ -155,10 +158,13 @@ struct RtlRuntimePacketManager::Impl {
   std::unique_ptr<detail::RpmModel> model;
   std::vector<Entry> pool;  // slot dest * entries_per_peer + entry
   std::size_t held = 0;     // valid slots
+  std::vector<std::uint32_t> count;  // valid slots per partition (its first count slots)
   std::size_t shown = 0;    // valid slots presented on the model
   std::vector<std::size_t> deferred;  // valid slots created after the model's cycle, not yet presented
+  std::vector<std::uint32_t> withdrawn;  // deferred slots shown to the last offer only
   std::vector<std::uint64_t> last_tags;
   std::uint64_t skipped = 0;
+  golden::RpmStats stats;
 };
 
 RtlRuntimePacketManager::RtlRuntimePacketManager(const golden::RpmParams& p) {
@@ -208,8 +214,10 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   // and an entry created after the model's cycle is presented when the model
   // reaches that cycle, so that its age counts as in the behavioural RPM.
   const std::uint64_t created = d.clock.cycle_at(now);
+  ++d.stats.stores_accepted;
   int slot = d.find_merge(s);
   if (slot >= 0) {
+    ++d.stats.stores_merged;
     Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
     e.packet.mask |= mask;
     e.packet.ready = std::max(e.packet.ready, s.ready);
@@ -224,6 +232,7 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   e = Impl::Entry{true, s, line_of(s), created, false, 0, 1, {s.tag}};
   e.packet.mask = mask;
   ++d.held;
+  ++d.count[static_cast<std::size_t>(slot) / d.g.entries_per_peer];
   if (created <= d.model->cycle) {
     d.make_presented(static_cast<std::size_t>(slot));
   } else {
@@ -244,9 +253,16 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
     d.present(i);
   }
   const int granted = d.model->offer(congested);
+  d.withdrawn.clear();
+  bool grant_stands = true;  // no entry withdrawn from the granted partition
   for (const std::size_t i : d.deferred) {
     d.pool[i].presented = false;
-    if (static_cast<int>(i) != granted) d.present(i);
+    if (static_cast<int>(i) == granted) continue;
+    d.present(i);
+    d.withdrawn.push_back(static_cast<std::uint32_t>(i));
+    if (granted >= 0 && i / d.g.entries_per_peer == static_cast<std::size_t>(granted) / d.g.entries_per_peer) {
+      grant_stands = false;
+    }
   }
   if (granted < 0) {
     d.model->decline();
@@ -259,10 +275,16 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   } else {
     --d.shown;
   }
-  d.model->take();  // the grant is taken at this edge; the slot is free after it
+  // what made it eligible, for the statistics: the RTL's age counter of the
+  // slot (before the edge clears it) and whether its partition was full
+  const bool timer_expired = d.model->age_of(static_cast<std::uint32_t>(slot)) >= d.p.timer_cycles;
+  const bool partition_full = d.count[slot / d.g.entries_per_peer] == d.g.entries_per_peer;
+  // the grant is taken at this edge; the slot is free after it
+  d.model->take(grant_stands ? &d.withdrawn : nullptr);
   Impl::Entry e = std::move(d.pool[slot]);
-  d.pool[slot] = Impl::Entry{};
+  Impl::vacate(d.pool[slot]);
   --d.held;
+  --d.count[slot / d.g.entries_per_peer];
   d.compact(slot);
   std::uint32_t first = 0;
   while (!((e.packet.mask.bits[first / 64] >> (first % 64)) & 1ULL)) ++first;
@@ -275,6 +297,20 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   out.store = e.packet;
   out.merged = e.merged;
   out.cycles = d.p.pick_cycles;
+  golden::RpmStats& st = d.stats;
+  ++st.packets_sent;
+  st.stores_sent += e.merged;
+  st.bytes_sent += out.store.bytes;
+  st.packet_flits[(out.store.bytes + 15) / 16] += 1;
+  if (e.packet.mask.full()) {
+    ++st.full_packets;
+  } else if (d.p.hold_partial && e.packet.op != Opcode::kFlagWrite) {
+    if (timer_expired) {
+      ++st.timer_flushes;
+    } else if (partition_full) {
+      ++st.pressure_flushes;
+    }
+  }
   d.last_tags = std::move(e.tags);
   return true;
 }
@@ -285,20 +321,21 @@ Tick RtlRuntimePacketManager::next_event(Tick now) const {
   std::uint64_t soonest = ~0ULL;
   if (d.held == 0) return golden::kNever;
   const std::uint32_t depth = d.g.entries_per_peer;
+  const std::uint64_t cycle = d.clock.cycle_at(now);
   for (std::uint32_t part = 0; part < d.g.peers; ++part) {
-    bool full = true;
-    for (std::uint32_t i = 0; i < depth; ++i) full = full && d.pool[part * depth + i].valid;
-    for (std::uint32_t i = 0; i < depth; ++i) {
+    if (d.count[part] == depth) continue;  // a full partition drains without its timers
+    for (std::uint32_t i = 0; i < d.count[part]; ++i) {  // the valid entries
       const Impl::Entry& e = d.pool[part * depth + i];
-      if (!e.valid || full || e.packet.op == Opcode::kFlagWrite || e.packet.mask.full()) continue;
+      if (e.packet.op == Opcode::kFlagWrite || e.packet.mask.full()) continue;
       const std::uint64_t c = (e.presented ? e.presented_at : e.created) + d.p.timer_cycles;
-      if (c > d.clock.cycle_at(now)) soonest = std::min(soonest, c);
+      if (c > cycle) soonest = std::min(soonest, c);
     }
   }
   return soonest == ~0ULL ? golden::kNever : d.clock.tick_of(soonest);
 }
 
 std::size_t RtlRuntimePacketManager::occupancy() const { return impl_->held; }
+const golden::RpmStats* RtlRuntimePacketManager::rpm_stats() const { return &impl_->stats; }
 
 const std::vector<std::uint64_t>& RtlRuntimePacketManager::last_pick_tags() const { return impl_->last_tags; }
 std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->model->simulated; }

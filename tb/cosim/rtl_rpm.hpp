@@ -72,6 +72,12 @@ class RtlRuntimePacketManager : public golden::EgressFunction {
   bool pick(golden::Tick now, const std::vector<std::uint8_t>& congested, golden::EgressPick& out) override;
   golden::Tick next_event(golden::Tick now) const override;
   std::size_t occupancy() const override;
+  /// Counted by the adapter as the behavioural RPM counts them: stores
+  /// accepted and merged (its pool), packets, stores, bytes and flits sent,
+  /// and per partial packet of a mergeable entry picked while holding, a
+  /// timer flush when the RTL's age counter of the granted slot had reached
+  /// the timeout, else a pressure flush when its partition was full.
+  const golden::RpmStats* rpm_stats() const override;
 
   /// The tags of the stores the last picked packet carries, oldest first.
   const std::vector<std::uint64_t>& last_pick_tags() const;

@@ -29,6 +29,7 @@ namespace moehub::cosim::detail {
 struct RpmSlot {
   bool valid = false, full = false, prio = false;
   std::uint32_t row = 0;
+  bool operator==(const RpmSlot& o) const { return valid == o.valid && full == o.full && prio == o.prio && row == o.row; }
 };
 
 class RpmModel {
@@ -41,13 +42,17 @@ class RpmModel {
   /// With the peer-indexed `congested` mask: the slot the scheduler grants
   /// now, or -1. A grant must be followed by take() or decline().
   virtual int offer(const std::vector<std::uint8_t>& congested) = 0;
-  /// The grant is taken at the clock edge that ends the current cycle.
-  virtual void take() = 0;
+  /// The grant is taken at the clock edge that ends the current cycle. With
+  /// `withdrawn`: after the offer only these slots were emptied, none in the
+  /// granted slot's partition (see RpmModelT::take).
+  virtual void take(const std::vector<std::uint32_t>* withdrawn) = 0;
   virtual void decline() = 0;
   /// The pool moved the entry of slot `from` to slot `to`: its age counter
   /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
   virtual void move_age(std::uint32_t from, std::uint32_t to) = 0;
   virtual void clear_age(std::uint32_t slot) = 0;
+  /// The scheduler's age counter of `slot` (cycles).
+  virtual std::uint64_t age_of(std::uint32_t slot) const = 0;
   virtual void trace_to(const std::string& fst_path) = 0;
 
   std::uint64_t cycle = 0;  ///< the hub cycle the model is in
@@ -74,6 +79,24 @@ void put_bit(P& port, unsigned i, bool v) {
   }
 }
 
+/// Bits [lo, lo + n) of a port of any width (n <= 32).
+template <class P>
+void put_bits(P& port, unsigned lo, unsigned n, std::uint32_t v) {
+  if constexpr (std::is_integral_v<P>) {
+    const auto m = static_cast<P>(((n >= 8 * sizeof(P)) ? ~P{0} : static_cast<P>((P{1} << n) - 1)) << lo);
+    port = static_cast<P>((port & static_cast<P>(~m)) | (static_cast<P>(static_cast<P>(v) << lo) & m));
+  } else {
+    // at most two 32-bit words
+    const std::uint64_t m = ((n >= 64) ? ~0ULL : ((1ULL << n) - 1)) << (lo % 32);
+    const std::uint64_t x = static_cast<std::uint64_t>(v) << (lo % 32);
+    const unsigned w = lo / 32;
+    port[w] = static_cast<EData>((port[w] & ~static_cast<EData>(m)) | static_cast<EData>(x & m));
+    if ((m >> 32) != 0) {
+      port[w + 1] = static_cast<EData>((port[w + 1] & ~static_cast<EData>(m >> 32)) | static_cast<EData>((x & m) >> 32));
+    }
+  }
+}
+
 /// Bit `i` of a port or signal of any width.
 template <class P>
 bool get_bit(const P& port, unsigned i) {
@@ -91,40 +114,52 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false) {
+      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false),
+        shown_(valid_.size()) {
     m_->clk_i = 0;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
     m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
     m_->drain_i = !p.hold_partial;
+    for (std::uint32_t i = 0; i < valid_.size(); ++i) {  // every slot empty, as shown_ says
+      put_bit(m_->entry_valid_i, i, false);
+      put_bit(m_->entry_full_i, i, false);
+      put_bit(m_->entry_prio_i, i, false);
+      put_bits(m_->entry_row_i, i * g_.row_id_bits, g_.row_id_bits, 0);
+    }
     this->reset_pulse();
   }
 
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
+    if (shown_[i] == s) return;  // the ports show it already
+    shown_[i] = s;
     valid_[i] = s.valid;
+    stale_ = true;
     put_bit(m_->entry_valid_i, i, s.valid);
     put_bit(m_->entry_full_i, i, s.full);
     put_bit(m_->entry_prio_i, i, s.prio);
-    for (unsigned b = 0; b < g_.row_id_bits; ++b) put_bit(m_->entry_row_i, i * g_.row_id_bits + b, (s.row >> b) & 1U);
+    put_bits(m_->entry_row_i, i * g_.row_id_bits, g_.row_id_bits, s.row);
   }
 
   void step(std::uint64_t n) override {
+    if (m_->gnt_ready_i != 0 || m_->congested_i != 0) stale_ = true;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
-    if (trace_ || n < 2) {
+    if (trace_) {
       for (std::uint64_t k = 0; k < n; ++k) edge();
       return;
     }
     // No grant is taken and the inputs hold: the only state that moves is the
-    // age counters (valid: + 1 saturating; invalid: 0). One clock edge brings
-    // every invalid slot to 0, then the rest is added here.
-    edge();
+    // age counters (valid: + 1 saturating; invalid: 0, where the pool keeps
+    // an empty slot's counter: the edge that takes a grant clears it, and
+    // clear_age() a slot emptied otherwise). The increments are added here,
+    // without evaluating the model.
     const std::uint64_t max = (1ULL << g_.timer_bits) - 1;
     for (std::uint32_t i = 0; i < valid_.size(); ++i) {
-      if (valid_[i]) set_age(i, std::min(max, age(i) + (n - 1)));
+      if (valid_[i]) set_age(i, std::min(max, age(i) + n));
     }
-    cycle += n - 1;
-    forwarded += n - 1;
+    cycle += n;
+    forwarded += n;
   }
 
   int offer(const std::vector<std::uint8_t>& congested) override {
@@ -139,35 +174,53 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     m_->gnt_ready_i = 1;
     m_->eval();
     low_pending_ = false;
+    stale_ = false;
     if (!m_->gnt_valid_o) {
       m_->gnt_ready_i = 0;
+      stale_ = true;
       return -1;
     }
     return static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
   }
-  void take() override {
-    edge();
+  void take(const std::vector<std::uint32_t>* withdrawn) override {
+    if (withdrawn != nullptr && !trace_) {
+      // Emptying slots outside the granted slot's partition after the offer
+      // leaves the grant as it is (the granted partition's entries and
+      // eligibility are unchanged; other partitions can only lose
+      // candidates, and none of them came first in the round robin), so the
+      // next state that the offer's evaluation computed stands for every
+      // other slot, and an emptied slot's counter becomes 0, as the RTL
+      // clears the counter of an empty slot: the edge without evaluating
+      // the model again.
+      auto& r = *m_->rootp;
+      r.moehub_rpm_sched__DOT__rr_q = r.moehub_rpm_sched__DOT__rr_d;
+      r.moehub_rpm_sched__DOT__age_q = r.moehub_rpm_sched__DOT__age_d;
+      for (const std::uint32_t s : *withdrawn) set_age(s, 0);
+      stale_ = true;
+      ++cycle;
+      ++simulated;
+    } else {
+      edge();
+    }
     m_->gnt_ready_i = 0;
   }
-  void decline() override { m_->gnt_ready_i = 0; }
+  void decline() override {
+    m_->gnt_ready_i = 0;
+    stale_ = true;
+  }
 
   void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
   void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
+  std::uint64_t age_of(std::uint32_t slot) const override { return age(slot); }
 
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
-  std::uint64_t age(std::uint32_t i) const {
-    const auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
-    const unsigned w = g_.timer_bits;
-    std::uint64_t v = 0;
-    for (unsigned b = 0; b < w; ++b) v |= static_cast<std::uint64_t>(get_bit(a, i * w + b)) << b;
-    return v;
-  }
+  std::uint64_t age(std::uint32_t i) const { return m_->rootp->moehub_rpm_sched__DOT__age_q[i]; }
   void set_age(std::uint32_t i, std::uint64_t v) {
     auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
-    const unsigned w = g_.timer_bits;
-    for (unsigned b = 0; b < w; ++b) put_bit(a, i * w + b, ((v >> b) & 1U) != 0);
+    a[i] = static_cast<std::remove_reference_t<decltype(a[i])>>(v);
+    stale_ = true;
   }
   void edge() {
     if (trace_) {
@@ -181,13 +234,20 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
       m_->eval();
       low_pending_ = false;
     } else {
-      // the falling edge is evaluated with the next evaluation (an offer's, or
-      // here before the next rising edge): only the rising edge moves state
-      if (low_pending_) m_->eval();
-      m_->clk_i = 1;
-      m_->eval();
-      m_->clk_i = 0;
-      low_pending_ = true;
+      // The rising edge without evaluating the model twice: the scheduler's
+      // flip-flops are rr_q and age_q (q <= d on every edge, nothing else is
+      // clocked), so the edge copies the next state that the model computed
+      // from the inputs of this cycle (evaluated once here unless an offer
+      // already did) into them. The combinational outputs after the edge
+      // are computed by the next evaluation, when the pool has presented the
+      // next cycle's inputs. (With a waveform open the clock is toggled and
+      // the model evaluated on both edges, above; cosim_rpm_test requires
+      // both ways to give the same picks.)
+      if (stale_) m_->eval();
+      auto& r = *m_->rootp;
+      r.moehub_rpm_sched__DOT__rr_q = r.moehub_rpm_sched__DOT__rr_d;
+      r.moehub_rpm_sched__DOT__age_q = r.moehub_rpm_sched__DOT__age_d;
+      stale_ = true;
     }
     ++cycle;
     ++simulated;
@@ -196,7 +256,9 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   golden::RpmParams p_;
   RtlRpmGeometry g_;
   std::vector<bool> valid_;  // entry_valid_i as presented
-  bool low_pending_ = false;  // clk_i fell after the last evaluation
+  std::vector<RpmSlot> shown_;  // every slot as its ports show it
+  bool low_pending_ = false;  // clk_i fell after the last evaluation (waveform mode)
+  bool stale_ = true;         // inputs or state changed after the last evaluation
 };
 
 }  // namespace moehub::cosim::detail

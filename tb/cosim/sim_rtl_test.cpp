@@ -4,10 +4,12 @@
 // each writing --hub-digest; the runs must agree on the layer time (within
 // 1 %), on the writes every GPU receives and the packets every GPU-to-GPU
 // link carries (as multisets), on the rows of every region, and both must
-// give every row one LocalRowID, dense per region. The order of packets that
-// tie in the scheduler's order differs (docs/rtl.md): the test prints on how
-// many streams the order agrees. On the hub of dgx-h800 (a RAT of 4096
-// entries) and on the same hub with a RAT of 64 entries (evictions, spills).
+// give every row one LocalRowID, dense per region. On the hub of dgx-h800 (a
+// RAT of 4096 entries) the runs are cycle-matched: every GPU's writes in the
+// same order with the same LocalRowIDs, every link's packets in the same
+// order. On the same hub with a RAT of 64 entries (evictions, spills) the
+// RTL's restore queries differ (docs/rtl.md): packet orders per link must
+// agree. The test prints on how many streams order and times agree.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -149,13 +151,26 @@ void compare(const std::string& args, const std::string& tag, bool ingress_order
   const double tr = rtl.results.at("layer_time_us").get<double>();
   EXPECT_LE(std::fabs(tr - tg), 0.01 * tg) << "layer time: moehub " << tg << " us, rtl " << tr << " us";
   EXPECT_EQ(rtl.results.at("moehub").at("rat").at("allocations"), golden.results.at("moehub").at("rat").at("allocations"));
+  // the RPM's statistics are reported by the RTL adapter too (also while
+  // --hub-digest records): the same stores and packets; with the same order
+  // and times (ingress_order) the same flush reasons
+  ASSERT_TRUE(rtl.results.at("moehub").at("units").at("rpm").get<bool>());
+  const J& rg = golden.results.at("moehub").at("rpm");
+  const J& rr = rtl.results.at("moehub").at("rpm");
+  for (const char* k : {"stores_accepted", "stores_merged", "packets_sent", "bytes_sent"}) {
+    EXPECT_EQ(rr.at(k), rg.at(k)) << k;
+  }
+  if (ingress_order) {
+    EXPECT_EQ(rr, rg);
+  }
   EXPECT_EQ(order_differences(golden.digest, rtl.digest, ingress_order), "");
   const OrderAgreement order = order_agreement(golden.digest, rtl.digest, "order");
   const OrderAgreement timed = order_agreement(golden.digest, rtl.digest, "timed");
   std::printf("%s: layer time moehub %.3f us, rtl %.3f us; %s rows; same order on %d of %d streams, same order and "
-              "times on %d; LocalRowIDs row by row %s; rtl RAT %s; wall moehub %.2f s, rtl %.2f s\n",
+              "times on %d; LocalRowIDs row by row %s; rtl RAT %s; rtl RPM %s; wall moehub %.2f s, rtl %.2f s\n",
               tag.c_str(), tg, tr, rtl.digest.at("local_rows").at("rows").dump().c_str(), order.same, order.links,
               timed.same, order.local_rows ? "equal" : "differ", rtl.results.at("moehub").at("rat").dump().c_str(),
+              rr.dump().c_str(),
               golden.results.at("host").at("wall_seconds").get<double>(),
               rtl.results.at("host").at("wall_seconds").get<double>());
   fs::remove_all(d);
@@ -188,21 +203,12 @@ fs::path system_with(const fs::path& dir, const std::vector<std::pair<std::strin
   return p;
 }
 
-// The hub of dgx-h800: the same packets on every link in the same order, and
-// the same layer time. The RTL allocates a new row in its lookup cycle (1
-// cycle from request to response) where the behavioural AAU adds
-// apt_alloc_cycles = 1: its writes are taken a cycle earlier, so the order of
-// arrivals from different links, and with it the LocalRowIDs, may differ.
-TEST(SimRtl, DefaultHubSamePacketOrderAsBehavioural) { compare(kJob, "default", false); }
-
-// With apt_alloc_cycles = 0 the behavioural AAU times allocations as the RTL
-// does: the runs are to agree on every GPU's writes in order, every row's
-// LocalRowID and every link's packets in order.
-TEST(SimRtl, CycleMatchedHubSameLocalRowIdsAndOrders) {
-  const fs::path d = temp_dir("cfg");
-  compare(kJob + " --system " + system_with(d, {{"apt_alloc_cycles", 0}}).string(), "apt0", true);
-  fs::remove_all(d);
-}
+// The hub of dgx-h800: the RTL AAU is Verilated with AllocCycles = its
+// apt_alloc_cycles (1), so a new row is answered rat_lookup_cycles +
+// apt_alloc_cycles = 2 cycles after the request as by the behavioural AAU:
+// the runs agree on every GPU's writes in order, every row's LocalRowID and
+// every link's packets in order.
+TEST(SimRtl, DefaultHubSamePacketOrderAsBehavioural) { compare(kJob, "default", true); }
 
 // A RAT of 64 entries: evictions and spills. The RTL asks the spill area on
 // every miss of a region that has spilled (the behavioural RAT only for
@@ -210,7 +216,7 @@ TEST(SimRtl, CycleMatchedHubSameLocalRowIdsAndOrders) {
 // and their order, rows per region and the layer time must agree.
 TEST(SimRtl, SmallRatSamePacketOrderAsBehavioural) {
   const fs::path d = temp_dir("cfg");
-  const fs::path sys = system_with(d, {{"rat_entries", 64}, {"apt_alloc_cycles", 0}});
+  const fs::path sys = system_with(d, {{"rat_entries", 64}});
   compare(kJob + " --system " + sys.string(), "rat64", false);
   const SimRun r = run(kSmallJob + " --hub-impl rtl --system " + sys.string(), d, "stats");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -273,6 +279,13 @@ TEST(SimRtl, WritesWaveformsAndRefusesUnbuiltGeometries) {
                                  .c_str());
   EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2);
   EXPECT_NE(slurp(d / "err.txt").find("no model Verilated"), std::string::npos) << slurp(d / "err.txt");
+  // nor an allocation latency of 0 (the models have AllocCycles = 1)
+  const fs::path sys0 = system_with(d, {{"apt_alloc_cycles", 0}});
+  const int rc0 = std::system((sim + kTinyJob + " --hub-impl rtl --system " + sys0.string() + quiet + " 2>" +
+                               (d / "err0.txt").string() + " >/dev/null")
+                                  .c_str());
+  EXPECT_EQ(WIFEXITED(rc0) ? WEXITSTATUS(rc0) : -1, 2);
+  EXPECT_NE(slurp(d / "err0.txt").find("apt_alloc_cycles 0"), std::string::npos) << slurp(d / "err0.txt");
   // --rtl-trace without the rtl implementation
   const int rc2 = std::system((sim + kTinyJob + " --hub-impl moehub --rtl-trace " + (d / "w2").string() +
                                quiet + " >/dev/null 2>&1")

@@ -24,6 +24,8 @@
 
 namespace moehub::golden {
 
+struct RpmStats;  // golden/rpm.hpp
+
 /// Consumer side: what happens to a write that arrives from the fabric.
 struct IngressResult {
   bool accepted = true;            ///< false: not taken now (the hub stalls its input), retry at retry_at
@@ -65,6 +67,10 @@ class EgressFunction {
   virtual Tick next_event(Tick now) const = 0;
   /// Stores held in the buffer.
   virtual std::size_t occupancy() const = 0;
+  /// The packet manager's counters, for an implementation that keeps them
+  /// (the RPM and its RTL stand-in; a wrapper forwards its inner one's);
+  /// nullptr otherwise.
+  virtual const RpmStats* rpm_stats() const { return nullptr; }
 };
 
 /// Consumer side: what a completed write (its payload in memory) signals.

@@ -124,6 +124,7 @@ class RuntimePacketManager : public EgressFunction {
   /// The tags of the stores the last picked packet carries, oldest first.
   const std::vector<std::uint64_t>& last_pick_tags() const { return last_tags_; }
   const RpmStats& stats() const { return stats_; }
+  const RpmStats* rpm_stats() const override { return &stats_; }
   const RpmParams& params() const { return p_; }
 
  private:
