@@ -81,6 +81,11 @@ struct HubConfig {
   int rat_lookup_cycles = 1;         ///< one RAT access, >= 0
   int rat_restore_cycles = 750;      ///< restore of a spilled entry from device memory, >= 0
   int rat_spill_entry_bytes = 8;     ///< metadata bytes of one spilled entry, >= 1
+  /// What the RAT knows of its spilled entries: "exact" (which RowIDs it
+  /// spilled: a miss of any other row allocates without reading memory) or
+  /// "region" (one bit per region: once a region has spilled, every miss in
+  /// it reads the spill area first, as the RTL does)
+  std::string rat_spill_record = "exact";
   int apt_regions = 64;              ///< Allocation Pointer Table slots (rowsp regions), >= 1
   int apt_alloc_cycles = 1;          ///< one LocalRowID allocation, >= 0
   std::string region_full = "stall"; ///< a full rowsp region: "stall" or "error"

@@ -495,6 +495,7 @@ void read_hub(StrictMap m, HubConfig& h) {
   h.rat_lookup_cycles = int_key(m, "rat_lookup_cycles");
   h.rat_restore_cycles = int_key(m, "rat_restore_cycles");
   h.rat_spill_entry_bytes = int_key(m, "rat_spill_entry_bytes");
+  h.rat_spill_record = m.get_enum("rat_spill_record", {"exact", "region"});
   h.apt_regions = int_key(m, "apt_regions");
   h.apt_alloc_cycles = int_key(m, "apt_alloc_cycles");
   h.region_full = m.get_enum("region_full", {"stall", "error"});

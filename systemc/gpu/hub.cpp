@@ -24,6 +24,7 @@ golden::HubParams hub_params_from(const SystemConfig& sys, int gpu) {
   p.rat_lookup_cycles = static_cast<std::uint32_t>(h.rat_lookup_cycles);
   p.rat_restore_cycles = static_cast<std::uint32_t>(h.rat_restore_cycles);
   p.rat_spill_entry_bytes = static_cast<std::uint32_t>(h.rat_spill_entry_bytes);
+  p.rat_spill_record = h.rat_spill_record;
   p.apt_regions = static_cast<std::uint32_t>(h.apt_regions);
   p.apt_alloc_cycles = static_cast<std::uint32_t>(h.apt_alloc_cycles);
   p.region_full = h.region_full;

@@ -96,6 +96,7 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
       rat.bank_conflicts += s.bank_conflicts;
       rat.conflict_cycles += s.conflict_cycles;
       rat.stalls += s.stalls;
+      rat.empty_queries += s.empty_queries;
     }
     if (const golden::RpmStats* r = h.egress_function().rpm_stats()) {
       has_rpm = true;
@@ -127,7 +128,7 @@ nlohmann::ordered_json moehub_stats(const Node& node) {
     j["rat"] = {{"hits", rat.hits}, {"misses", rat.misses}, {"allocations", rat.allocations},
                 {"evictions", rat.evictions}, {"spills", rat.spills}, {"restores", rat.restores},
                 {"bank_conflicts", rat.bank_conflicts}, {"conflict_cycles", rat.conflict_cycles},
-                {"stalls", rat.stalls}};
+                {"stalls", rat.stalls}, {"empty_queries", rat.empty_queries}};
   }
   if (has_rpm) {
     J hist = J::array();

@@ -179,6 +179,7 @@ IngressResult RtlAddressAllocationUnit::on_local_store(const StoreRequest& w, go
   } else {
     ++d.stats.misses;
     ++(a.restored ? d.stats.restores : d.stats.allocations);
+    if (!a.restored) d.stats.empty_queries += a.queries;  // asked the spill area, found nothing
   }
   r.local_row_id = static_cast<std::int64_t>(a.local);
   r.address = reg.row_bytes == (1U << reg.cfg.size_log2)

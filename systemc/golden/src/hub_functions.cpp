@@ -62,6 +62,7 @@ AauParams aau_params_from(const HubParams& p) {
   a.rat.apt_cycles = p.apt_alloc_cycles;
   a.rat.restore_cycles = p.rat_restore_cycles;
   a.rat.spill_entry_bytes = p.rat_spill_entry_bytes;
+  a.rat.spill_record = spill_record_from(p.rat_spill_record);
   a.apt_regions = p.apt_regions;
   a.region_full = region_full_policy_from(p.region_full);
   a.region_full_retry_cycles = p.region_full_retry_cycles;

@@ -5,6 +5,12 @@
 
 namespace moehub::golden {
 
+SpillRecord spill_record_from(const std::string& name) {
+  if (name == "exact") return SpillRecord::kExact;
+  if (name == "region") return SpillRecord::kRegion;
+  throw std::invalid_argument("RAT spill record '" + name + "' unknown (allowed: exact, region)");
+}
+
 RowAllocationTable::RowAllocationTable(const RatParams& p, AllocationPointerTable& apt) : p_(p), apt_(apt), ways_(0) {
   if (p.banks == 0 || p.entries == 0 || p.ports_per_bank == 0) {
     throw std::invalid_argument("RAT: entries, banks and ports_per_bank must be >= 1");
@@ -71,10 +77,18 @@ RatResult RowAllocationTable::lookup(std::uint32_t malloc_id, std::int64_t row_i
   if (auto s = spill_.find(key); s != spill_.end()) {
     tag = Tag{s->second, false};
     r.restored = true;
-    r.cycles += p_.restore_cycles;
+    r.cycles += p_.restore_cycles + p_.lookup_cycles;  // the answer passes the lookup stage again to fill
     r.metadata_read_bytes = p_.spill_entry_bytes;
     ++stats_.restores;
   } else {
+    if (p_.spill_record == SpillRecord::kRegion && spilled_regions_.count(malloc_id) != 0) {
+      // one bit per region: the spill area is read before a new row is
+      // allocated; its answer ("not there") goes through the lookup stage
+      // again, which then allocates
+      r.cycles += p_.restore_cycles + p_.lookup_cycles;
+      r.metadata_read_bytes = p_.spill_entry_bytes;
+      ++stats_.empty_queries;
+    }
     r.cycles += p_.apt_cycles;
     tag.local_row_id = apt_.allocate(malloc_id);  // kError policy: throws here, nothing changed
     if (tag.local_row_id < 0) {
@@ -92,6 +106,7 @@ RatResult RowAllocationTable::lookup(std::uint32_t malloc_id, std::int64_t row_i
     auto v = tags_.find(victim);
     if (v->second.dirty) {
       spill_[victim] = v->second.local_row_id;
+      spilled_regions_.insert(victim.malloc_id);
       r.metadata_write_bytes = p_.spill_entry_bytes;
       ++stats_.spills;
     }
@@ -117,6 +132,7 @@ void RowAllocationTable::flush(std::uint32_t malloc_id) {
     }
     b.fifo.swap(keep);
   }
+  spilled_regions_.erase(malloc_id);
   for (auto it = spill_.begin(); it != spill_.end();) {
     it = it->first.malloc_id == malloc_id ? spill_.erase(it) : std::next(it);
   }

@@ -102,6 +102,7 @@ struct HubParams {
   std::uint32_t rat_lookup_cycles = 1;           ///< assumption
   std::uint32_t rat_restore_cycles = 750;        ///< assumption: 500 ns device-memory read at 1.5 GHz
   std::uint32_t rat_spill_entry_bytes = 8;       ///< assumption: one LocalRowID with a valid bit
+  std::string rat_spill_record = "exact";        ///< "exact" or "region" (see RatParams::spill_record)
   std::uint32_t apt_regions = 64;                ///< APT entries (assumption)
   std::uint32_t apt_alloc_cycles = 1;            ///< assumption
   std::string region_full = "stall";             ///< full rowsp region: "stall" or "error"

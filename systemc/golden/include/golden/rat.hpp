@@ -25,21 +25,39 @@
 //   cycle: those waits are the bank-conflict cycles.
 // - hit:     wait + lookup_cycles
 // - new row: wait + lookup_cycles + apt_cycles
-// - restore: wait + lookup_cycles + restore_cycles (one device-memory read of
-//   spill_entry_bytes; the bytes are reported so the platform can book HBM)
+// - restore: wait + lookup_cycles + restore_cycles + lookup_cycles (one
+//   device-memory read of spill_entry_bytes, whose answer passes the lookup
+//   stage again to fill; the bytes are reported so the platform can book HBM)
 // - a spill write is posted and adds no cycles (reported as bytes).
-// Whether a missing row was allocated before is answered without memory
-// traffic (assumption: an on-chip record of spilled RowIDs per region).
+// Whether a missing row was allocated before: with spill_record kExact it is
+// answered without memory traffic (assumption: an on-chip record of spilled
+// RowIDs per region); with kRegion the RAT keeps one bit per region (set by
+// its first spill, cleared by flush()), and once it is set every miss in the
+// region reads the spill area (restore_cycles, spill_entry_bytes) before it
+// restores the mapping or, when the row is not there, passes the lookup stage
+// again and allocates a new one (wait + lookup_cycles + restore_cycles +
+// lookup_cycles + apt_cycles). kRegion is what the RTL (rtl/moehub_rat.sv,
+// rtl/moehub_aau.sv) builds, with the same cycles.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "golden/apt.hpp"
 
 namespace moehub::golden {
+
+/// What the RAT records of its spilled entries (hub.rat_spill_record).
+enum class SpillRecord {
+  kExact,   ///< "exact": the spilled RowIDs themselves
+  kRegion,  ///< "region": one bit per region, a spill-area read on every miss once it is set
+};
+/// "exact" -> kExact, "region" -> kRegion; throws std::invalid_argument otherwise.
+SpillRecord spill_record_from(const std::string& name);
 
 struct RatParams {
   std::uint32_t entries = 4096;          ///< total entries (multiple of banks)
@@ -49,6 +67,7 @@ struct RatParams {
   std::uint32_t apt_cycles = 1;          ///< APT allocation on a miss of a new row
   std::uint32_t restore_cycles = 750;    ///< spill-area read on a miss of an evicted row
   std::uint32_t spill_entry_bytes = 8;   ///< one spilled mapping in device memory
+  SpillRecord spill_record = SpillRecord::kExact;
 };
 
 struct RatStats {
@@ -61,6 +80,7 @@ struct RatStats {
   std::uint64_t bank_conflicts = 0;  ///< accesses that waited for a bank
   std::uint64_t conflict_cycles = 0;
   std::uint64_t stalls = 0;          ///< misses refused because the region was full (stall policy)
+  std::uint64_t empty_queries = 0;   ///< spill-area reads that found no mapping (kRegion: a new row in a spilled region)
 };
 
 struct RatResult {
@@ -121,6 +141,7 @@ class RowAllocationTable {
   std::vector<Bank> banks_;
   std::unordered_map<Key, Tag, KeyHash> tags_;
   std::unordered_map<Key, std::int64_t, KeyHash> spill_;  ///< the spill area in device memory
+  std::unordered_set<std::uint32_t> spilled_regions_;     ///< kRegion: regions that spilled since their flush
   RatStats stats_;
 };
 
