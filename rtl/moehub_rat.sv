@@ -6,8 +6,10 @@
 // within it, to set (RowID / Banks) mod Sets, so consecutive rows fall in
 // different banks. Each bank's storage is one array of Sets words, a word
 // holding the Ways entries of a set (MallocID, RowID, LocalRowID), written
-// one word at a time and never reset: the shape of one SRAM macro per bank
-// (a bank of one set is that one word, a register).
+// one word at a time and never reset: the shape of one SRAM macro per bank.
+// A bank of one set is that one word, registers kept as its Ways entries, of
+// which a fill writes only the victim's (the same function; in Verilator the
+// compare then reads entries instead of bit fields of a wide word).
 // Valid bits and the per-set FIFO pointers are flip-flops (they are cleared
 // on reset and by a flush).
 //
@@ -107,15 +109,41 @@ module moehub_rat #(
   logic                     flushing_d, flushing_q;
   logic [SetIdxW-1:0]       scan_d, scan_q;      // set being flushed
 
-  // ---- storage: one word array per bank ------------------------------------
-  logic [SetIdxW-1:0]       rd_set;              // set read in every bank
-  logic [WordW-1:0]         bank_word [Banks];   // each bank's word of set rd_set
-  logic [Banks-1:0]         wr_en;
-  logic [BankIdxW-1:0]      wr_bank;             // the bank of wr_en (one-hot)
-  logic [SetIdxW-1:0]       wr_set;
-  logic [WordW-1:0]         wr_word;
+  // ---- request path: index decode (both storage shapes) -------------------
+  logic [BankIdxW-1:0]        req_bank;
+  logic [SetIdxW-1:0]         req_set;
+  logic [$clog2(Lines+1)-1:0] line;
+  logic [WayIdxW-1:0]         victim;
+  logic [Ways-1:0]            hit_ways;
+  logic                       have_free, victim_valid, evict, fire;
 
+  // (its own block: the set read depends on it)
+  always_comb begin
+    req_bank = '0;
+    req_set  = '0;
+    if (Banks > 1) req_bank = req_row_i[BankIdxW-1:0];
+    if (Sets > 1)  req_set  = req_row_i[BankBits +: SetIdxW];
+  end
+
+  // ---- storage, request path and next state --------------------------------
+  // Two shapes of one function. Banks of several sets (the synthesized
+  // configurations): one array of Sets words per bank, a word read and
+  // written whole, the shape of an SRAM macro. Banks of one set (the
+  // co-simulated hub geometries, fully associative within a bank): registers
+  // kept entry by entry, a fill writing only the victim's entry; the same
+  // function (the one-set RTL is what the scoreboards, the formal harness and
+  // the co-simulation run; the several-set RTL what tb_rat and synthesis
+  // run), and in Verilator the compare reads entries instead of bit fields of
+  // a wide word.
   if (Sets > 1) begin : gen_sets
+    logic [SetIdxW-1:0] rd_set;              // set read in every bank
+    logic [WordW-1:0]   bank_word [Banks];   // each bank's word of set rd_set
+    logic [Banks-1:0]   wr_en;
+    logic [BankIdxW-1:0] wr_bank;            // the bank of wr_en (one-hot)
+    logic [SetIdxW-1:0] wr_set;
+    logic [WordW-1:0]   wr_word;
+    logic [WordW-1:0]   word;
+
     for (genvar b = 0; b < Banks; b++) begin : gen_bank
       logic [WordW-1:0] mem_q [Sets];
       always_ff @(posedge clk_i) begin
@@ -125,114 +153,186 @@ module moehub_rat #(
     end
     logic unused_bank;   // (the banks' own write enables)
     assign unused_bank = ^wr_bank;
-  end else begin : gen_one_set
-    // a bank of one set is one word: the words themselves are the storage
-    always_ff @(posedge clk_i) begin
-      if (wr_en != '0) bank_word[wr_bank] <= wr_word;
-    end
-    logic unused_set;
-    assign unused_set = ^{rd_set, wr_set};
-  end
 
-  // ---- request path --------------------------------------------------------
-  logic [BankIdxW-1:0]        req_bank;
-  logic [SetIdxW-1:0]         req_set;
-  logic [WordW-1:0]           word;
-  logic [$clog2(Lines+1)-1:0] line;
-  logic [WayIdxW-1:0]         victim;
-  logic [Ways-1:0]            hit_ways;
-  logic                       have_free, victim_valid, evict, fire;
+    assign rd_set = flushing_q ? scan_q : req_set;
 
-  // index decode (its own block: the set read depends on it)
-  always_comb begin
-    req_bank = '0;
-    req_set  = '0;
-    if (Banks > 1) req_bank = req_row_i[BankIdxW-1:0];
-    if (Sets > 1)  req_set  = req_row_i[BankBits +: SetIdxW];
-  end
+    always_comb begin
+      line   = $clog2(Lines+1)'(req_bank) * $clog2(Lines+1)'(Sets) + $clog2(Lines+1)'(req_set);
+      word   = bank_word[req_bank];
 
-  assign rd_set = flushing_q ? scan_q : req_set;
-
-  always_comb begin
-    line   = $clog2(Lines+1)'(req_bank) * $clog2(Lines+1)'(Sets) + $clog2(Lines+1)'(req_set);
-    word   = bank_word[req_bank];
-
-    // tag compare
-    hit_o       = 1'b0;
-    hit_local_o = '0;
-    hit_ways    = '0;
-    for (int unsigned w = 0; w < Ways; w++) begin
-      if (valid_q[line*Ways + w] &&
-          word[w*EntryW + LocalRowIdWidth +: MallocIdWidth + RowIdWidth] == {req_malloc_i, req_row_i}) begin
-        hit_ways[w] = 1'b1;
-        hit_local_o = word[w*EntryW +: LocalRowIdWidth];
+      // tag compare
+      hit_o       = 1'b0;
+      hit_local_o = '0;
+      hit_ways    = '0;
+      for (int unsigned w = 0; w < Ways; w++) begin
+        if (valid_q[line*Ways + w] &&
+            word[w*EntryW + LocalRowIdWidth +: MallocIdWidth + RowIdWidth] == {req_malloc_i, req_row_i}) begin
+          hit_ways[w] = 1'b1;
+          hit_local_o = word[w*EntryW +: LocalRowIdWidth];
+        end
       end
+
+      // victim: the first invalid way, else the oldest
+      hit_o     = |hit_ways;
+      have_free = 1'b0;
+      victim    = fifo_q[line*WayIdxW +: WayIdxW];
+      for (int w = Ways - 1; w >= 0; w--) begin
+        if (!valid_q[line*Ways + w]) begin
+          have_free = 1'b1;
+          victim    = WayIdxW'(w);
+        end
+      end
+      victim_valid = !have_free;
+      evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
+                     dirty_q[line*Ways + 32'(victim)];
+
+      spill_valid_o  = evict;
+      spill_malloc_o = word[victim*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
+      spill_row_o    = word[victim*EntryW + LocalRowIdWidth +: RowIdWidth];
+      spill_local_o  = word[victim*EntryW +: LocalRowIdWidth];
+
+      req_ready_o = !flushing_q && (!evict || spill_ready_i);
+      fire        = req_valid_i && req_ready_o;
+    end
+
+    // next state
+    always_comb begin
+      valid_d       = valid_q;
+      dirty_d       = dirty_q;
+      fifo_d        = fifo_q;
+      flushing_d    = flushing_q;
+      scan_d        = scan_q;
+      flush_ready_o = 1'b0;
+      wr_en         = '0;
+      wr_bank       = req_bank;
+      wr_set        = req_set;
+      wr_word       = word;
+
+      if (fire && req_fill_i && !hit_o) begin
+        wr_en[req_bank]                   = 1'b1;
+        wr_word[victim*EntryW +: EntryW]  = {req_malloc_i, req_row_i, req_fill_local_i};
+        valid_d[line*Ways + 32'(victim)] = 1'b1;
+        dirty_d[line*Ways + 32'(victim)] = req_fill_dirty_i;
+        if (victim_valid) begin
+          fifo_d[line*WayIdxW +: WayIdxW] = (victim == WayIdxW'(Ways - 1)) ? '0 : victim + WayIdxW'(1);
+        end
+      end
+
+      if (flushing_q) begin
+        for (int unsigned b = 0; b < Banks; b++) begin
+          for (int unsigned w = 0; w < Ways; w++) begin
+            if (bank_word[b][w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
+              valid_d[(b*Sets + 32'(scan_q))*Ways + w] = 1'b0;
+            end
+          end
+        end
+        if (scan_q == SetIdxW'(Sets - 1)) begin
+          flush_ready_o = 1'b1;
+          flushing_d    = 1'b0;
+          scan_d        = '0;
+        end else begin
+          scan_d = scan_q + SetIdxW'(1);
+        end
+      end else if (flush_valid_i && !req_valid_i) begin
+        flushing_d = 1'b1;   // requests in flight go first; the flush holds them off once started
+        scan_d     = '0;
+      end
+    end
+
+  end else begin : gen_one_set
+    // A bank of one set is one word of registers, kept as its Ways entries
+    // (index bank*Ways + way): a fill writes only the victim's entry, the
+    // compare reads each way's entry without extracting it from the word, and
+    // a flush clears its matches in one cycle (the scan of one set).
+    logic [EntryW-1:0]     ent_q [Lines*Ways];
+    logic [Ways-1:0]       line_valid;     // the valid bits of the request's bank
+    logic [EntryW-1:0]     victim_entry;   // the victim way's entry
+    logic [Lines*Ways-1:0] flush_match;    // entries holding flush_malloc_i
+    logic                  fill_we;
+    logic                  unused_set;
+    assign unused_set = ^{req_set, scan_q};   // (one set: nothing to index or scan)
+
+    always_comb begin
+      line       = $clog2(Lines+1)'(req_bank);
+      line_valid = valid_q[line*Ways +: Ways];
+    end
+
+    always_ff @(posedge clk_i) begin
+      if (fill_we) ent_q[32'(line)*Ways + 32'(victim)] <= {req_malloc_i, req_row_i, req_fill_local_i};
     end
 
     // victim: the first invalid way, else the oldest
-    hit_o     = |hit_ways;
-    have_free = 1'b0;
-    victim    = fifo_q[line*WayIdxW +: WayIdxW];
-    for (int w = Ways - 1; w >= 0; w--) begin
-      if (!valid_q[line*Ways + w]) begin
-        have_free = 1'b1;
-        victim    = WayIdxW'(w);
-      end
-    end
-    victim_valid = !have_free;
-    evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
-                   dirty_q[line*Ways + 32'(victim)];
-
-    spill_valid_o  = evict;
-    spill_malloc_o = word[victim*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
-    spill_row_o    = word[victim*EntryW + LocalRowIdWidth +: RowIdWidth];
-    spill_local_o  = word[victim*EntryW +: LocalRowIdWidth];
-
-    req_ready_o = !flushing_q && (!evict || spill_ready_i);
-    fire        = req_valid_i && req_ready_o;
-  end
-
-  // ---- next state ----------------------------------------------------------
-  always_comb begin
-    valid_d       = valid_q;
-    dirty_d       = dirty_q;
-    fifo_d        = fifo_q;
-    flushing_d    = flushing_q;
-    scan_d        = scan_q;
-    flush_ready_o = 1'b0;
-    wr_en         = '0;
-    wr_bank       = req_bank;
-    wr_set        = req_set;
-    wr_word       = word;
-
-    if (fire && req_fill_i && !hit_o) begin
-      wr_en[req_bank]                   = 1'b1;
-      wr_word[victim*EntryW +: EntryW]  = {req_malloc_i, req_row_i, req_fill_local_i};
-      valid_d[line*Ways + 32'(victim)] = 1'b1;
-      dirty_d[line*Ways + 32'(victim)] = req_fill_dirty_i;
-      if (victim_valid) begin
-        fifo_d[line*WayIdxW +: WayIdxW] = (victim == WayIdxW'(Ways - 1)) ? '0 : victim + WayIdxW'(1);
-      end
-    end
-
-    if (flushing_q) begin
-      for (int unsigned b = 0; b < Banks; b++) begin
-        for (int unsigned w = 0; w < Ways; w++) begin
-          if (bank_word[b][w*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i) begin
-            valid_d[(b*Sets + 32'(scan_q))*Ways + w] = 1'b0;
-          end
+    always_comb begin
+      have_free = 1'b0;
+      victim    = fifo_q[line*WayIdxW +: WayIdxW];
+      for (int w = Ways - 1; w >= 0; w--) begin
+        if (!line_valid[w]) begin
+          have_free = 1'b1;
+          victim    = WayIdxW'(w);
         end
       end
-      if (scan_q == SetIdxW'(Sets - 1)) begin
+      victim_valid = !have_free;
+    end
+
+    // tag compare, victim entry, flush matches
+    always_comb begin
+      hit_local_o = '0;
+      hit_ways    = '0;
+      for (int unsigned w = 0; w < Ways; w++) begin
+        if (line_valid[w] && ent_q[32'(line)*Ways + w][LocalRowIdWidth +: MallocIdWidth + RowIdWidth] ==
+                             {req_malloc_i, req_row_i}) begin
+          hit_ways[w] = 1'b1;
+          hit_local_o = ent_q[32'(line)*Ways + w][LocalRowIdWidth-1:0];
+        end
+      end
+      victim_entry = ent_q[32'(line)*Ways + 32'(victim)];
+      flush_match  = '0;
+      if (flushing_q) begin
+        for (int unsigned i = 0; i < Lines*Ways; i++) begin
+          flush_match[i] = ent_q[i][LocalRowIdWidth + RowIdWidth +: MallocIdWidth] == flush_malloc_i;
+        end
+      end
+    end
+
+    always_comb begin
+      hit_o        = |hit_ways;
+      evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
+                     dirty_q[line*Ways + 32'(victim)];
+
+      spill_valid_o  = evict;
+      spill_malloc_o = victim_entry[LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
+      spill_row_o    = victim_entry[LocalRowIdWidth +: RowIdWidth];
+      spill_local_o  = victim_entry[LocalRowIdWidth-1:0];
+
+      req_ready_o = !flushing_q && (!evict || spill_ready_i);
+      fire        = req_valid_i && req_ready_o;
+      fill_we     = fire && req_fill_i && !hit_o;
+    end
+
+    // next state
+    always_comb begin
+      valid_d       = valid_q;
+      dirty_d       = dirty_q;
+      fifo_d        = fifo_q;
+      flushing_d    = flushing_q;
+      scan_d        = '0;
+      flush_ready_o = 1'b0;
+
+      if (fill_we) begin
+        valid_d[line*Ways + 32'(victim)] = 1'b1;
+        dirty_d[line*Ways + 32'(victim)] = req_fill_dirty_i;
+        if (victim_valid) begin
+          fifo_d[line*WayIdxW +: WayIdxW] = (victim == WayIdxW'(Ways - 1)) ? '0 : victim + WayIdxW'(1);
+        end
+      end
+
+      if (flushing_q) begin
+        valid_d       = valid_q & ~flush_match;
         flush_ready_o = 1'b1;
         flushing_d    = 1'b0;
-        scan_d        = '0;
-      end else begin
-        scan_d = scan_q + SetIdxW'(1);
+      end else if (flush_valid_i && !req_valid_i) begin
+        flushing_d = 1'b1;   // requests in flight go first; the flush holds them off once started
       end
-    end else if (flush_valid_i && !req_valid_i) begin
-      flushing_d = 1'b1;   // requests in flight go first; the flush holds them off once started
-      scan_d     = '0;
     end
   end
 
