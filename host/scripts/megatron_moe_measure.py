@@ -232,22 +232,56 @@ def run_once(torch, layer, x, g, mode):
 T0 = time.perf_counter()  # start of the run; t_s and t_start_s count from here
 
 
+# The CPUs this process may run on; when it is pinned (taskset) the steal time
+# of those CPUs is recorded on its own, beside the steal of all CPUs.
+AFFINITY = sorted(os.sched_getaffinity(0))
+PINNED = len(AFFINITY) < (os.cpu_count() or 1)
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def steal_ticks():
+    """Steal time (clock ticks) of all CPUs and of this process's CPUs, from
+    /proc/stat (the eighth value of a cpu line): time a virtual CPU was ready but
+    the hypervisor ran something else. (0, 0) where /proc/stat has no such field."""
+    total, own = 0, 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if not line.startswith("cpu"):
+                    break
+                parts = line.split()
+                if len(parts) < 9:
+                    continue
+                st = int(parts[8])
+                if parts[0] == "cpu":
+                    total = st
+                elif int(parts[0][3:]) in AFFINITY:
+                    own += st
+    except (OSError, ValueError):
+        pass
+    return total, own
+
+
 def probe(torch):
     """Host-side counters, read outside the timed window: the main thread's CPU
     time (s), its involuntary and voluntary context switches and minor page
-    faults, the garbage collections so far, and the caching allocator's
-    cudaMalloc calls so far."""
+    faults, the garbage collections so far, the caching allocator's cudaMalloc
+    calls so far, and the steal ticks of all CPUs and of this process's CPUs."""
     ru = resource.getrusage(resource.RUSAGE_THREAD)
+    st_all, st_own = steal_ticks()
     return (ru.ru_utime + ru.ru_stime, ru.ru_nivcsw, ru.ru_nvcsw, ru.ru_minflt,
             sum(st["collections"] for st in gc.get_stats()),
-            torch.cuda.memory_stats().get("segment.all.allocated", 0))
+            torch.cuda.memory_stats().get("segment.all.allocated", 0), st_all, st_own)
 
 
 def probe_diff(a, b):
-    return [f"{(b[0] - a[0]) * 1e6:.1f}"] + [b[i] - a[i] for i in range(1, 6)]
+    ms = 1e3 / USER_HZ
+    return ([f"{(b[0] - a[0]) * 1e6:.1f}"] + [b[i] - a[i] for i in range(1, 6)]
+            + [f"{(b[6] - a[6]) * ms:.0f}", f"{(b[7] - a[7]) * ms:.0f}" if PINNED else ""])
 
 
-ITER_FIELDS = ["cpu_us", "nivcsw", "nvcsw", "minflt", "gc_collections", "cuda_mallocs"]
+ITER_FIELDS = ["cpu_us", "nivcsw", "nvcsw", "minflt", "gc_collections", "cuda_mallocs",
+               "steal_ms_all", "steal_ms_own"]
 
 
 def time_layer(torch, fn, warmup, iters, record=None):
@@ -468,11 +502,19 @@ def main():
                 cuda=torch.version.cuda, nccl=".".join(map(str, torch.cuda.nccl.version())),
                 world_size=dist.get_world_size(), transformer_engine=have_te,
                 load_balancing=args.load_balancing, warmup=args.warmup, iters=args.iters,
-                megatron_root=os.path.abspath(args.megatron))
+                megatron_root=os.path.abspath(args.megatron), cpu_affinity=AFFINITY,
+                pinned=PINNED)
+    # The commit of the Megatron-LM tree: from git only where --megatron is the
+    # top of its own checkout (a copy inside another repository would report
+    # that repository's commit), else from a MEGATRON_COMMIT file beside it.
+    meta["megatron_commit"] = "unknown"
     try:
         import subprocess
-        meta["megatron_commit"] = subprocess.run(["git", "-C", args.megatron, "rev-parse", "HEAD"],
-                                                 capture_output=True, text=True).stdout.strip()
+        top = subprocess.run(["git", "-C", args.megatron, "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True).stdout.strip()
+        if top and os.path.realpath(top) == os.path.realpath(args.megatron):
+            meta["megatron_commit"] = subprocess.run(["git", "-C", args.megatron, "rev-parse", "HEAD"],
+                                                     capture_output=True, text=True).stdout.strip()
     except Exception:
         pass
     if os.path.exists(os.path.join(args.megatron, "MEGATRON_COMMIT")):
