@@ -110,9 +110,11 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   }
   ext->link_start = slot.start;
   // the sender's buffer is free once we start sending
-  tlm::tlm_phase end_req = tlm::END_REQ;
-  sc_core::sc_time up = to_sc(slot.start - now);
-  in->nb_transport_bw(gp, end_req, up);
+  if (release_reports_) {
+    tlm::tlm_phase end_req = tlm::END_REQ;
+    sc_core::sc_time up = to_sc(slot.start - now);
+    in->nb_transport_bw(gp, end_req, up);
+  }
   // store and forward: the far end has it after serialisation and latency
   tlm::tlm_phase begin = tlm::BEGIN_REQ;
   sc_core::sc_time down = to_sc(slot.done - now);

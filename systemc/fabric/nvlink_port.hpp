@@ -13,7 +13,8 @@
 // transmitter one link latency after the report's time. A transaction that
 // reaches the port while credits are not known to be back waits in the
 // port's queue (FIFO) until they are: back-pressure. When the port starts a
-// transaction it reports END_REQ upstream (the sender's buffer is free).
+// transaction it reports END_REQ upstream (the sender's buffer is free),
+// unless the sender has switched the reports off (set_release_reports).
 //
 // Protocol (both directions): nb_transport_fw(BEGIN_REQ, delay = arrival -
 // now) hands a transaction over; nb_transport_bw(END_REQ, delay = release -
@@ -68,6 +69,10 @@ class NvlinkPort : public TlmBlock {
   /// Called with the time credits are back, whenever the far end reports a
   /// release (the sender behind this port may retry).
   void set_credit_listener(std::function<void(Tick)> f) { listener_ = std::move(f); }
+  /// Whether a start is reported upstream as END_REQ (default on). A sender
+  /// that learns the port's state from earliest_start and the credit
+  /// listener (a hub's egress) ignores the report and switches it off.
+  void set_release_reports(bool on) { release_reports_ = on; }
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay) override;
@@ -136,6 +141,7 @@ class NvlinkPort : public TlmBlock {
   mutable Tick memo_time_ = 0;
   std::deque<Waiting> waiting_;
   std::function<void(Tick)> listener_;
+  bool release_reports_ = true;
   std::uint64_t transactions_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;

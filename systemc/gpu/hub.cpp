@@ -104,7 +104,10 @@ void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
     throw std::logic_error(std::string(name()) + ": one egress port per plane expected");
   }
   ports_ = std::move(ports);
-  for (NvlinkPort* p : ports_) p->set_credit_listener([this](Tick t) { wake(t); });
+  for (NvlinkPort* p : ports_) {
+    p->set_credit_listener([this](Tick t) { wake(t); });
+    p->set_release_reports(false);  // nb_transport_bw ignores END_REQ: the egress asks the port itself
+  }
 }
 
 Tick Hub::cycles(std::uint32_t n) const {
