@@ -104,6 +104,10 @@ void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
     throw std::logic_error(std::string(name()) + ": one egress port per plane expected");
   }
   ports_ = std::move(ports);
+  ports_hold_max_packet_ = true;
+  for (const NvlinkPort* p : ports_) {
+    if (p->credit_flits(~std::uint32_t{0}) != max_packet_flits_) ports_hold_max_packet_ = false;
+  }
   for (NvlinkPort* p : ports_) {
     p->set_credit_listener([this](Tick t) { wake(t); });
     p->set_release_reports(false);  // nb_transport_bw ignores END_REQ: the egress asks the port itself
@@ -177,7 +181,7 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
     std::size_t p = data_rot_;
     for (std::size_t k = 0; k < P; ++k) {
       const Tick s = ports_[p]->earliest_start(data_from, max_packet_flits_);
-      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s};
+      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s, data_from};
       if (++p == P) p = 0;
     }
   }
@@ -189,7 +193,7 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
     const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
     if (s == kTickMax) continue;
     if (s < best.start || (s == best.start && best.valid && !best.response)) {
-      best = {true, true, static_cast<std::int32_t>(p), s};
+      best = {true, true, static_cast<std::int32_t>(p), s, 0};
     }
   }
   return best;
@@ -212,7 +216,7 @@ void Hub::send_response(std::int32_t plane, Tick now) {
   hub2nvl[static_cast<std::size_t>(plane)]->nb_transport_fw(*r.gp, phase, d);
 }
 
-bool Hub::send_data(Tick now) {
+bool Hub::send_data(Tick now, const Action& a) {
   golden::EgressPick pick;
   if (!fn_.egress->pick(std::max(now, egress_free_), congested_, pick)) return false;
   egress_free_ = std::max(now, egress_free_) + cycles(pick.cycles);
@@ -220,17 +224,26 @@ bool Hub::send_data(Tick now) {
   const Tick ready = std::max({st.ready, now, egress_free_});
   const std::uint32_t packets = fmt_.packets_per_row(st.bytes);
   const auto flits = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
-  // the port that can start it first; ties rotate over the planes
+  // the port that can start it first; ties rotate over the planes. A port's
+  // answer depends on the flits only through the credits they hold (one
+  // maximal packet at most), so for a packet ready when next_action asked,
+  // holding a maximal packet's credits, its choice stands (the ports have
+  // not changed since).
   const auto P = static_cast<std::size_t>(planes_);
   std::size_t plane = 0;
   Tick start = kTickMax;
-  for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
-    const Tick s = ports_[p]->earliest_start(ready, flits);
-    if (s < start) {
-      start = s;
-      plane = p;
+  if (ready == a.data_from && flits >= max_packet_flits_ && ports_hold_max_packet_) {
+    plane = static_cast<std::size_t>(a.plane);
+    start = a.start;
+  } else {
+    for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
+      const Tick s = ports_[p]->earliest_start(ready, flits);
+      if (s < start) {
+        start = s;
+        plane = p;
+      }
+      if (++p == P) p = 0;
     }
-    if (++p == P) p = 0;
   }
   if (start == kTickMax) throw std::logic_error(std::string(name()) + ": no port for a picked packet");
   if (room_blocked_) {
@@ -297,7 +310,7 @@ void Hub::egress() {
     if (a.valid && a.start <= now + quantum_) {
       if (a.response) {
         send_response(a.plane, now);
-      } else if (!send_data(now)) {
+      } else if (!send_data(now, a)) {
         data_held = true;
       } else {
         fill_again = room_stop;

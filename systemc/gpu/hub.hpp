@@ -143,6 +143,7 @@ class Hub : public TlmBlock {
     bool response = false;
     std::int32_t plane = 0;
     Tick start = kTickMax;
+    Tick data_from = 0;  ///< data: the time it asked the ports for (plane, start: a maximal packet's)
   };
 
   void egress();
@@ -151,7 +152,7 @@ class Hub : public TlmBlock {
   bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
   void send_response(std::int32_t plane, Tick now);
-  bool send_data(Tick now);
+  bool send_data(Tick now, const Action& a);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
   Tick cycles(std::uint32_t n) const;
   golden::IngressResult local_ingress(const golden::StoreRequest& st, Tick t);
@@ -171,6 +172,7 @@ class Hub : public TlmBlock {
   std::function<void(const golden::ReadySignal&, Tick)> ready_;
   std::vector<golden::ReadySignal> ready_buf_;
   std::vector<NvlinkPort*> ports_;
+  bool ports_hold_max_packet_ = false;  ///< every port's credit_flits caps at our max_packet_flits_
   std::vector<StoreSource*> sources_;
   std::vector<std::uint8_t> congested_;  ///< per peer: packets in flight past congestion_packets_
   std::vector<std::uint64_t> inflight_;   ///< per peer: data packets sent and not yet answered
