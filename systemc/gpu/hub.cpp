@@ -152,8 +152,8 @@ bool Hub::fill(Tick now, bool& room_stop) {
     }
     if (!best || best_ready > now + quantum_) return took;
     const Tick at = std::max(best_ready, room_at_);
-    golden::StoreRequest st = best->head().store;
-    if (!fn_.egress->can_accept(st, at)) {
+    const golden::StoreRequest& head = best->head().store;  // copied only once it is taken
+    if (!fn_.egress->can_accept(head, at)) {
       if (!room_blocked_) {
         room_blocked_ = true;
         blocked_since_ = at;
@@ -162,6 +162,7 @@ bool Hub::fill(Tick now, bool& room_stop) {
       room_stop = true;
       return took;
     }
+    golden::StoreRequest st = head;
     st.ready = at;
     fn_.egress->accept(st, at);
     best->pop(at);
@@ -199,7 +200,7 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   return best;
 }
 
-void Hub::send_response(std::int32_t plane, Tick now) {
+void Hub::send_response(std::int32_t plane, Tick start, Tick now) {
   auto& q = responses_q_[static_cast<std::size_t>(plane)];
   const Response r = q.front();
   q.pop_front();
@@ -207,7 +208,7 @@ void Hub::send_response(std::int32_t plane, Tick now) {
   ext->plane = plane;
   ext->ready = r.ready;
   const Tick at = std::max(r.ready, now);
-  ext->sent = ports_[static_cast<std::size_t>(plane)]->earliest_start(at, ext->flits);
+  ext->sent = start;  // next_action's answer of the port for (at, r.flits)
   if (ext->sent < ext->written) ++early_responses_;
   ++responses_;
   ++transactions_;
@@ -309,7 +310,7 @@ void Hub::egress() {
     const Action a = next_action(now, data_held);
     if (a.valid && a.start <= now + quantum_) {
       if (a.response) {
-        send_response(a.plane, now);
+        send_response(a.plane, a.start, now);
       } else if (!send_data(now, a)) {
         data_held = true;
       } else {

@@ -151,7 +151,8 @@ class Hub : public TlmBlock {
   /// room; whether it took any. `room_stop`: it stopped at a full buffer.
   bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
-  void send_response(std::int32_t plane, Tick now);
+  /// `start`: when its port starts it (as next_action found).
+  void send_response(std::int32_t plane, Tick start, Tick now);
   bool send_data(Tick now, const Action& a);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
   Tick cycles(std::uint32_t n) const;
