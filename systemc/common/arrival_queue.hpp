@@ -80,6 +80,38 @@ class ArrivalQueue : public sc_core::sc_module {
   /// simulated time plus the lookahead, see above), from input `lane` if the
   /// sender knows it (entries of one lane usually come in arrival order).
   void push(tlm::tlm_generic_payload* gp, Tick arrival, std::size_t lane = kAnyLane) {
+    if (lane < lanes_.size()) {
+      Ring<Entry>& l = lanes_[lane];
+      if (!l.empty() && l.back().t <= arrival) {
+        // the usual case: behind its lane's last entry. The head stays (it
+        // is no later than this lane's first), and so does its wake-up.
+        l.push_back(Entry{arrival, seq_++, gp});
+        ++size_;
+        if (draining_) schedule();  // see push_new_lane_or_heap
+        return;
+      }
+    }
+    push_new_lane_or_heap(gp, arrival, lane);
+  }
+
+  static constexpr std::size_t kAnyLane = ~std::size_t{0};
+  static constexpr std::size_t kMaxLanes = 64;
+
+  Tick lookahead() const { return lookahead_; }
+  Tick quantum() const { return quantum_; }
+  std::size_t size() const { return size_; }
+  /// Entries that fitted no lane (went to the heap).
+  std::uint64_t heap_pushes() const { return heap_pushes_; }
+  std::uint64_t handled() const { return handled_; }
+  std::uint64_t reorderings() const { return reorderings_; }
+  std::uint64_t wakes() const { return wakes_; }
+  /// Total time entries waited behind a stalled head.
+  Tick stalled() const { return stalled_; }
+
+ private:
+  /// push() of an entry that does not go behind the last of the lane named
+  /// (none named, that lane empty, or its last arrives later).
+  [[gnu::noinline]] void push_new_lane_or_heap(tlm::tlm_generic_payload* gp, Tick arrival, std::size_t lane) {
     const Entry e{arrival, seq_++, gp};
     if (lane >= lanes_.size() || !(lanes_[lane].empty() || lanes_[lane].back().t <= arrival)) lane = fit(arrival);
     std::size_t src = kHeap;
@@ -104,21 +136,6 @@ class ArrivalQueue : public sc_core::sc_module {
     if (new_head || draining_) schedule();
   }
 
-  static constexpr std::size_t kAnyLane = ~std::size_t{0};
-  static constexpr std::size_t kMaxLanes = 64;
-
-  Tick lookahead() const { return lookahead_; }
-  Tick quantum() const { return quantum_; }
-  std::size_t size() const { return size_; }
-  /// Entries that fitted no lane (went to the heap).
-  std::uint64_t heap_pushes() const { return heap_pushes_; }
-  std::uint64_t handled() const { return handled_; }
-  std::uint64_t reorderings() const { return reorderings_; }
-  std::uint64_t wakes() const { return wakes_; }
-  /// Total time entries waited behind a stalled head.
-  Tick stalled() const { return stalled_; }
-
- private:
   struct Entry {
     Tick t;
     std::uint64_t seq;
