@@ -127,6 +127,11 @@ class NvlinkPort : public TlmBlock {
   };
   static constexpr std::size_t kLanes = 64;
   mutable std::vector<Ring<Return>> lanes_;
+  /// The rare paths of nb_transport_bw, out of line so that a report costs
+  /// few saved registers: a return earlier than its lane's last, and the
+  /// parked transactions it may let go.
+  [[gnu::noinline]] static void insert_late(Ring<Return>& lane, const Return& r);
+  [[gnu::noinline]] void send_waiting();
   mutable std::uint64_t nonempty_ = 0;      ///< bit i: lane i holds returns
   mutable Tick earliest_return_ = kTickMax;  ///< the earliest time among the returns
   mutable std::uint32_t credits_available_;
