@@ -70,7 +70,8 @@ class ArrivalQueue : public sc_core::sc_module {
         lookahead_(lookahead),
         quantum_(std::max<Tick>(1, lookahead > 0 ? std::min(quantum, lookahead) : quantum)),
         handler_(std::move(handler)),
-        lanes_(std::min<std::size_t>(kMaxLanes, std::max<std::size_t>(1, lanes))) {
+        lanes_(std::min<std::size_t>(kMaxLanes, std::max<std::size_t>(1, lanes))),
+        n_lanes_(lanes_.size()) {
     SC_METHOD(drain);
     sensitive << wake_ev_;
     dont_initialize();
@@ -80,7 +81,7 @@ class ArrivalQueue : public sc_core::sc_module {
   /// simulated time plus the lookahead, see above), from input `lane` if the
   /// sender knows it (entries of one lane usually come in arrival order).
   void push(tlm::tlm_generic_payload* gp, Tick arrival, std::size_t lane = kAnyLane) {
-    if (lane < lanes_.size()) {
+    if (lane < n_lanes_) {
       Ring<Entry>& l = lanes_[lane];
       if (!l.empty() && l.back().t <= arrival) {
         // the usual case: behind its lane's last entry. The head stays (it
@@ -286,6 +287,7 @@ class ArrivalQueue : public sc_core::sc_module {
   Tick quantum_;
   Handler handler_;
   std::vector<Ring<Entry>> lanes_;
+  std::size_t n_lanes_;  ///< = lanes_.size() (a division by the ring's size otherwise)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
   std::vector<LaneHead> order_;  ///< the non-empty lanes, a min-heap by first entry
   std::size_t head_src_ = kHeap;  ///< where the earliest entry is (valid while size_ > 0)
