@@ -96,21 +96,17 @@ class BandwidthServer {
     }
   }
 
-  /// transfer_ticks(bytes, bw_gbps_), remembered for the last two sizes: a
-  /// server sees few sizes (a link: data packets and responses), and the
-  /// conversion (a division and a rounding) is per request.
+  /// transfer_ticks(bytes, bw_gbps_), remembered for two sizes: a server
+  /// sees few sizes (a link: data packets and responses, alternating), and
+  /// the conversion (a division and a rounding) is per request. A new size
+  /// replaces the older of the two; a hit moves nothing.
   Tick service_ticks(double bytes) {
     if (bytes == memo_bytes_[0]) return memo_ticks_[0];
-    if (bytes == memo_bytes_[1]) {
-      std::swap(memo_bytes_[0], memo_bytes_[1]);
-      std::swap(memo_ticks_[0], memo_ticks_[1]);
-      return memo_ticks_[0];
-    }
+    if (bytes == memo_bytes_[1]) return memo_ticks_[1];
     const Tick ticks = transfer_ticks(bytes, bw_gbps_);
-    memo_bytes_[1] = memo_bytes_[0];
-    memo_ticks_[1] = memo_ticks_[0];
-    memo_bytes_[0] = bytes;
-    memo_ticks_[0] = ticks;
+    memo_bytes_[memo_next_] = bytes;
+    memo_ticks_[memo_next_] = ticks;
+    memo_next_ ^= 1;
     return ticks;
   }
 
@@ -150,6 +146,7 @@ class BandwidthServer {
   double memo_bytes_[2] = {std::numeric_limits<double>::quiet_NaN(),  // equal to no size
                            std::numeric_limits<double>::quiet_NaN()};
   Tick memo_ticks_[2] = {0, 0};
+  unsigned memo_next_ = 0;  ///< the slot a new size replaces
 };
 
 }  // namespace moehub
