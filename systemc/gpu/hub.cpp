@@ -223,8 +223,13 @@ bool Hub::send_data(Tick now, const Action& a) {
   egress_free_ = std::max(now, egress_free_) + cycles(pick.cycles);
   const golden::StoreRequest& st = pick.store;
   const Tick ready = std::max({st.ready, now, egress_free_});
-  const std::uint32_t packets = fmt_.packets_per_row(st.bytes);
-  const auto flits = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
+  if (st.bytes != shape_bytes_) {  // the packets of a transfer are mostly of one size
+    shape_bytes_ = st.bytes;
+    shape_packets_ = fmt_.packets_per_row(st.bytes);
+    shape_flits_ = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
+  }
+  const std::uint32_t packets = shape_packets_;
+  const std::uint32_t flits = shape_flits_;
   // the port that can start it first; ties rotate over the planes. A port's
   // answer depends on the flits only through the credits they hold (one
   // maximal packet at most), so for a packet ready when next_action asked,

@@ -167,6 +167,11 @@ class Hub : public TlmBlock {
   std::uint32_t ack_flits_;
   std::uint32_t max_packet_flits_;
   PacketFormat fmt_;
+  /// Packets and flits of a transaction of shape_bytes_ payload bytes (the
+  /// last size sent: three divisions by the packet format otherwise).
+  std::uint32_t shape_bytes_ = 0;
+  std::uint32_t shape_packets_ = 0;
+  std::uint32_t shape_flits_ = 0;
   TrafficSink* sink_;
   golden::HubFunctions fn_;
   MemoryFlows* memory_ = nullptr;
