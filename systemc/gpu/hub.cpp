@@ -83,6 +83,9 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       inflight_(static_cast<std::size_t>(sys.num_gpus), 0),
       congestion_packets_(congestion_packets(sys)),
       responses_q_(static_cast<std::size_t>(sys.nvswitch.num_switches)) {
+  if (planes_ > 64) throw std::invalid_argument(std::string(this->name()) + ": at most 64 NVSwitch planes");
+  data_start_.assign(static_cast<std::size_t>(planes_), 0);
+  response_start_.assign(static_cast<std::size_t>(planes_), 0);
   if (!fn_.ingress || !fn_.egress || !fn_.completion) {
     throw std::invalid_argument(std::string(this->name()) + ": hub functions incomplete");
   }
@@ -179,9 +182,18 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   // plane in rotation order
   if (!data_held && fn_.egress->occupancy() > 0) {
     const Tick data_from = std::max(now, egress_free_);
+    if (data_from != data_known_from_) {
+      data_known_ = 0;
+      data_known_from_ = data_from;
+    }
     std::size_t p = data_rot_;
     for (std::size_t k = 0; k < P; ++k) {
-      const Tick s = ports_[p]->earliest_start(data_from, max_packet_flits_);
+      const std::uint64_t bit = std::uint64_t{1} << p;
+      if (!(data_known_ & bit)) {
+        data_start_[p] = ports_[p]->earliest_start(data_from, max_packet_flits_);
+        data_known_ |= bit;
+      }
+      const Tick s = data_start_[p];
       if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s, data_from};
       if (++p == P) p = 0;
     }
@@ -190,8 +202,13 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   for (std::size_t p = 0; p < P; ++p) {
     const Ring<Response>& q = responses_q_[p];
     if (q.empty()) continue;
-    const Response& r = q.front();
-    const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
+    const std::uint64_t bit = std::uint64_t{1} << p;
+    if (!(response_known_ & bit)) {
+      const Response& r = q.front();
+      response_start_[p] = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
+      response_known_ |= bit;
+    }
+    const Tick s = response_start_[p];
     if (s == kTickMax) continue;
     if (s < best.start || (s == best.start && best.valid && !best.response)) {
       best = {true, true, static_cast<std::int32_t>(p), s, 0};
@@ -215,6 +232,7 @@ void Hub::send_response(std::int32_t plane, Tick start, Tick now) {
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(at - now);
   hub2nvl[static_cast<std::size_t>(plane)]->nb_transport_fw(*r.gp, phase, d);
+  forget_plane(static_cast<std::size_t>(plane));
 }
 
 bool Hub::send_data(Tick now, const Action& a) {
@@ -287,11 +305,16 @@ bool Hub::send_data(Tick now, const Action& a) {
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(ready - now);
   hub2nvl[plane]->nb_transport_fw(*gp, phase, d);
+  forget_plane(plane);
   return true;
 }
 
 void Hub::egress() {
   ++egress_wakes_;
+  // the ports' answers remembered in the last call are stale: credit reports
+  // and HBM completions (new responses) came in since
+  data_known_ = 0;
+  response_known_ = 0;
   const Tick now = now_ticks();
   wake_at_ = kTickMax;
   if (ports_.size() != static_cast<std::size_t>(planes_)) {

@@ -151,6 +151,11 @@ class Hub : public TlmBlock {
   /// room; whether it took any. `room_stop`: it stopped at a full buffer.
   bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
+  /// A packet left on `plane`: its port's answers are no longer known.
+  void forget_plane(std::size_t plane) {
+    data_known_ &= ~(std::uint64_t{1} << plane);
+    response_known_ &= ~(std::uint64_t{1} << plane);
+  }
   /// `start`: when its port starts it (as next_action found).
   void send_response(std::int32_t plane, Tick start, Tick now);
   bool send_data(Tick now, const Action& a);
@@ -196,6 +201,17 @@ class Hub : public TlmBlock {
   bool room_blocked_ = false;
   Tick blocked_since_ = 0;
   std::size_t data_rot_ = 0;  ///< the plane data tries first (rotates per packet sent)
+  // The ports' answers to next_action within one call of egress(): a port
+  // changes then only by what the egress sends on it (credit reports and new
+  // responses come from other processes), so an answer stands until a packet
+  // leaves on its plane. Bit p of data_known_: data_start_[p] is the start
+  // of a maximal packet from data_known_from_; of response_known_:
+  // response_start_[p] is the start of plane p's first response.
+  std::vector<Tick> data_start_;
+  std::vector<Tick> response_start_;
+  std::uint64_t data_known_ = 0;
+  std::uint64_t response_known_ = 0;
+  Tick data_known_from_ = 0;
   sc_core::sc_event work_ev_;
   Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;
