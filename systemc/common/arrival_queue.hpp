@@ -70,7 +70,8 @@ class ArrivalQueue : public sc_core::sc_module {
         lookahead_(lookahead),
         quantum_(std::max<Tick>(1, lookahead > 0 ? std::min(quantum, lookahead) : quantum)),
         handler_(std::move(handler)),
-        lanes_(std::min<std::size_t>(kMaxLanes, std::max<std::size_t>(1, lanes))) {
+        lanes_(std::min<std::size_t>(kMaxLanes, std::max<std::size_t>(1, lanes))),
+        n_lanes_(lanes_.size()) {
     SC_METHOD(drain);
     sensitive << wake_ev_;
     dont_initialize();
@@ -80,6 +81,38 @@ class ArrivalQueue : public sc_core::sc_module {
   /// simulated time plus the lookahead, see above), from input `lane` if the
   /// sender knows it (entries of one lane usually come in arrival order).
   void push(tlm::tlm_generic_payload* gp, Tick arrival, std::size_t lane = kAnyLane) {
+    if (lane < n_lanes_) {
+      Ring<Entry>& l = lanes_[lane];
+      if (!l.empty() && l.back().t <= arrival) {
+        // the usual case: behind its lane's last entry. The head stays (it
+        // is no later than this lane's first), and so does its wake-up.
+        l.push_back(Entry{arrival, seq_++, gp});
+        ++size_;
+        if (draining_) schedule();  // see push_new_lane_or_heap
+        return;
+      }
+    }
+    push_new_lane_or_heap(gp, arrival, lane);
+  }
+
+  static constexpr std::size_t kAnyLane = ~std::size_t{0};
+  static constexpr std::size_t kMaxLanes = 64;
+
+  Tick lookahead() const { return lookahead_; }
+  Tick quantum() const { return quantum_; }
+  std::size_t size() const { return size_; }
+  /// Entries that fitted no lane (went to the heap).
+  std::uint64_t heap_pushes() const { return heap_pushes_; }
+  std::uint64_t handled() const { return handled_; }
+  std::uint64_t reorderings() const { return reorderings_; }
+  std::uint64_t wakes() const { return wakes_; }
+  /// Total time entries waited behind a stalled head.
+  Tick stalled() const { return stalled_; }
+
+ private:
+  /// push() of an entry that does not go behind the last of the lane named
+  /// (none named, that lane empty, or its last arrives later).
+  [[gnu::noinline]] void push_new_lane_or_heap(tlm::tlm_generic_payload* gp, Tick arrival, std::size_t lane) {
     const Entry e{arrival, seq_++, gp};
     if (lane >= lanes_.size() || !(lanes_[lane].empty() || lanes_[lane].back().t <= arrival)) lane = fit(arrival);
     std::size_t src = kHeap;
@@ -104,21 +137,6 @@ class ArrivalQueue : public sc_core::sc_module {
     if (new_head || draining_) schedule();
   }
 
-  static constexpr std::size_t kAnyLane = ~std::size_t{0};
-  static constexpr std::size_t kMaxLanes = 64;
-
-  Tick lookahead() const { return lookahead_; }
-  Tick quantum() const { return quantum_; }
-  std::size_t size() const { return size_; }
-  /// Entries that fitted no lane (went to the heap).
-  std::uint64_t heap_pushes() const { return heap_pushes_; }
-  std::uint64_t handled() const { return handled_; }
-  std::uint64_t reorderings() const { return reorderings_; }
-  std::uint64_t wakes() const { return wakes_; }
-  /// Total time entries waited behind a stalled head.
-  Tick stalled() const { return stalled_; }
-
- private:
   struct Entry {
     Tick t;
     std::uint64_t seq;
@@ -269,6 +287,7 @@ class ArrivalQueue : public sc_core::sc_module {
   Tick quantum_;
   Handler handler_;
   std::vector<Ring<Entry>> lanes_;
+  std::size_t n_lanes_;  ///< = lanes_.size() (a division by the ring's size otherwise)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
   std::vector<LaneHead> order_;  ///< the non-empty lanes, a min-heap by first entry
   std::size_t head_src_ = kHeap;  ///< where the earliest entry is (valid while size_ > 0)

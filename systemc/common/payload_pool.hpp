@@ -65,7 +65,7 @@ class PayloadPool : public tlm::tlm_mm_interface {
     if (free_.empty()) {
       // payloads are made in blocks, so that those in flight together lie together
       if (all_.empty() || used_in_block_ == kBlock) {
-        all_.push_back(std::make_unique<Block>());
+        all_.push_back(std::unique_ptr<Block>(new Block));  // raw storage: no zeroing (make_unique would)
         used_in_block_ = 0;
       }
       gp = new (&all_.back()->slots[used_in_block_++]) MoePayload(this);

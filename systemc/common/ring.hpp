@@ -26,7 +26,7 @@ class Ring {
   const T& operator[](std::size_t i) const { return buf_[(head_ + i) & mask_]; }
 
   void push_back(const T& v) {
-    if (size_ == buf_.size()) grow();
+    if (size_ == capacity_) grow();
     buf_[(head_ + size_) & mask_] = v;
     ++size_;
   }
@@ -43,7 +43,7 @@ class Ring {
   /// entries keep their insertion order), searching from the back.
   template <typename Less>
   void insert_sorted(const T& v, Less less) {
-    if (size_ == buf_.size()) grow();
+    if (size_ == capacity_) grow();
     std::size_t i = size_;
     while (i > 0 && less(v, (*this)[i - 1])) {
       (*this)[i] = std::move((*this)[i - 1]);
@@ -59,13 +59,15 @@ class Ring {
     for (std::size_t i = 0; i < size_; ++i) next[i] = std::move((*this)[i]);
     buf_ = std::move(next);
     head_ = 0;
-    mask_ = buf_.size() - 1;
+    capacity_ = buf_.size();
+    mask_ = capacity_ - 1;
   }
 
   std::vector<T> buf_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
   std::size_t mask_ = 0;
+  std::size_t capacity_ = 0;  ///< = buf_.size() (a division for an entry of 24 or 48 bytes)
 };
 
 }  // namespace moehub

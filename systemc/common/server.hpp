@@ -55,6 +55,7 @@ class BandwidthServer {
     bin_ = bin;
     max_bins_ = std::max<std::size_t>(1, max_bins);
     bins_.clear();
+    set_span();
   }
 
   const std::string& name() const { return name_; }
@@ -76,32 +77,36 @@ class BandwidthServer {
     if (bin_ == 0 || service == 0) return;
     Tick t = start;
     const Tick end = start + service;  // serve() saturates it below kTickMax
-    while ((end - 1) / bin_ >= max_bins_) coarsen();
-    while (t < end) {
-      const std::size_t i = static_cast<std::size_t>(t / bin_);
-      if (bins_.size() <= i) bins_.resize(i + 1, 0);
-      const Tick bin_end = (static_cast<Tick>(i) + 1) * bin_;
+    while (end - 1 >= bins_span_) coarsen();  // = (end - 1) / bin_ >= max_bins_
+    // requests come in time order: the bin of the last one is usually this
+    // one's too (no division per request)
+    if (t < bin_lo_ || t - bin_lo_ >= bin_) {
+      bin_i_ = static_cast<std::size_t>(t / bin_);
+      bin_lo_ = static_cast<Tick>(bin_i_) * bin_;
+    }
+    for (;;) {
+      if (bins_.size() <= bin_i_) bins_.resize(bin_i_ + 1, 0);
+      const Tick bin_end = bin_lo_ + bin_;
       const Tick upto = std::min(end, bin_end);
-      bins_[i] += upto - t;
+      bins_[bin_i_] += upto - t;
+      if (upto == end) break;
       t = upto;
+      ++bin_i_;
+      bin_lo_ = bin_end;
     }
   }
 
-  /// transfer_ticks(bytes, bw_gbps_), remembered for the last two sizes: a
-  /// server sees few sizes (a link: data packets and responses), and the
-  /// conversion (a division and a rounding) is per request.
+  /// transfer_ticks(bytes, bw_gbps_), remembered for two sizes: a server
+  /// sees few sizes (a link: data packets and responses, alternating), and
+  /// the conversion (a division and a rounding) is per request. A new size
+  /// replaces the older of the two; a hit moves nothing.
   Tick service_ticks(double bytes) {
     if (bytes == memo_bytes_[0]) return memo_ticks_[0];
-    if (bytes == memo_bytes_[1]) {
-      std::swap(memo_bytes_[0], memo_bytes_[1]);
-      std::swap(memo_ticks_[0], memo_ticks_[1]);
-      return memo_ticks_[0];
-    }
+    if (bytes == memo_bytes_[1]) return memo_ticks_[1];
     const Tick ticks = transfer_ticks(bytes, bw_gbps_);
-    memo_bytes_[1] = memo_bytes_[0];
-    memo_ticks_[1] = memo_ticks_[0];
-    memo_bytes_[0] = bytes;
-    memo_ticks_[0] = ticks;
+    memo_bytes_[memo_next_] = bytes;
+    memo_ticks_[memo_next_] = ticks;
+    memo_next_ ^= 1;
     return ticks;
   }
 
@@ -113,6 +118,16 @@ class BandwidthServer {
     }
     bins_.resize(n);
     bin_ *= 2;
+    set_span();
+  }
+  /// bins_span_ = max_bins_ x bin_ (saturated: a product past kTickMax is
+  /// beyond every end); the bin memo starts over.
+  void set_span() {
+    bins_span_ = bin_ == 0 ? kTickMax
+                           : (static_cast<Tick>(max_bins_) > kTickMax / bin_ ? kTickMax
+                                                                             : static_cast<Tick>(max_bins_) * bin_);
+    bin_i_ = 0;
+    bin_lo_ = 0;
   }
 
   std::string name_;
@@ -125,9 +140,13 @@ class BandwidthServer {
   Tick bin_ = 0;
   std::size_t max_bins_ = kDefaultMaxBins;
   std::vector<Tick> bins_;
+  Tick bins_span_ = kTickMax;  ///< max_bins_ x bin_: an end past it coarsens
+  std::size_t bin_i_ = 0;      ///< the bin of the last request
+  Tick bin_lo_ = 0;            ///< = bin_i_ x bin_
   double memo_bytes_[2] = {std::numeric_limits<double>::quiet_NaN(),  // equal to no size
                            std::numeric_limits<double>::quiet_NaN()};
   Tick memo_ticks_[2] = {0, 0};
+  unsigned memo_next_ = 0;  ///< the slot a new size replaces
 };
 
 }  // namespace moehub

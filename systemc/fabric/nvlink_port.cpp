@@ -110,9 +110,11 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   }
   ext->link_start = slot.start;
   // the sender's buffer is free once we start sending
-  tlm::tlm_phase end_req = tlm::END_REQ;
-  sc_core::sc_time up = to_sc(slot.start - now);
-  in->nb_transport_bw(gp, end_req, up);
+  if (release_reports_) {
+    tlm::tlm_phase end_req = tlm::END_REQ;
+    sc_core::sc_time up = to_sc(slot.start - now);
+    in->nb_transport_bw(gp, end_req, up);
+  }
   // store and forward: the far end has it after serialisation and latency
   tlm::tlm_phase begin = tlm::BEGIN_REQ;
   sc_core::sc_time down = to_sc(slot.done - now);
@@ -134,24 +136,33 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm
 tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                                sc_core::sc_time& delay) {
   if (phase != tlm::END_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase on the way back");
-  const std::uint32_t held = credit_flits(moe_ext(gp).flits);
+  const MoePacketExt& ext = moe_ext(gp);
+  const std::uint32_t held = credit_flits(ext.flits);
   const Tick back = now_ticks() + to_ticks(delay) + latency_;
   if (held > 0) {
-    const auto i = static_cast<std::size_t>(moe_ext(gp).dst_gpu) % kLanes;
+    const auto i = static_cast<std::size_t>(ext.dst_gpu) % kLanes;
     Ring<Return>& lane = lanes_[i];
     if (lane.empty() || lane.back().t <= back) {
       lane.push_back(Return{back, held});
     } else {
-      lane.insert_sorted(Return{back, held}, [](const Return& a, const Return& b) { return a.t < b.t; });
+      insert_late(lane, Return{back, held});
     }
     nonempty_ |= std::uint64_t{1} << i;
     earliest_return_ = std::min(earliest_return_, back);
     returning_flits_ += held;
     memo_valid_ = false;
   }
-  while (!waiting_.empty() && try_send(*waiting_.front().gp, waiting_.front().arrival)) waiting_.pop_front();
+  if (!waiting_.empty()) send_waiting();
   if (listener_) listener_(back);
   return tlm::TLM_ACCEPTED;
+}
+
+void NvlinkPort::insert_late(Ring<Return>& lane, const Return& r) {
+  lane.insert_sorted(r, [](const Return& a, const Return& b) { return a.t < b.t; });
+}
+
+void NvlinkPort::send_waiting() {
+  while (!waiting_.empty() && try_send(*waiting_.front().gp, waiting_.front().arrival)) waiting_.pop_front();
 }
 
 void NvlinkPort::b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) {

@@ -13,7 +13,8 @@
 // transmitter one link latency after the report's time. A transaction that
 // reaches the port while credits are not known to be back waits in the
 // port's queue (FIFO) until they are: back-pressure. When the port starts a
-// transaction it reports END_REQ upstream (the sender's buffer is free).
+// transaction it reports END_REQ upstream (the sender's buffer is free),
+// unless the sender has switched the reports off (set_release_reports).
 //
 // Protocol (both directions): nb_transport_fw(BEGIN_REQ, delay = arrival -
 // now) hands a transaction over; nb_transport_bw(END_REQ, delay = release -
@@ -68,6 +69,10 @@ class NvlinkPort : public TlmBlock {
   /// Called with the time credits are back, whenever the far end reports a
   /// release (the sender behind this port may retry).
   void set_credit_listener(std::function<void(Tick)> f) { listener_ = std::move(f); }
+  /// Whether a start is reported upstream as END_REQ (default on). A sender
+  /// that learns the port's state from earliest_start and the credit
+  /// listener (a hub's egress) ignores the report and switches it off.
+  void set_release_reports(bool on) { release_reports_ = on; }
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay) override;
@@ -122,6 +127,11 @@ class NvlinkPort : public TlmBlock {
   };
   static constexpr std::size_t kLanes = 64;
   mutable std::vector<Ring<Return>> lanes_;
+  /// The rare paths of nb_transport_bw, out of line so that a report costs
+  /// few saved registers: a return earlier than its lane's last, and the
+  /// parked transactions it may let go.
+  [[gnu::noinline]] static void insert_late(Ring<Return>& lane, const Return& r);
+  [[gnu::noinline]] void send_waiting();
   mutable std::uint64_t nonempty_ = 0;      ///< bit i: lane i holds returns
   mutable Tick earliest_return_ = kTickMax;  ///< the earliest time among the returns
   mutable std::uint32_t credits_available_;
@@ -136,6 +146,7 @@ class NvlinkPort : public TlmBlock {
   mutable Tick memo_time_ = 0;
   std::deque<Waiting> waiting_;
   std::function<void(Tick)> listener_;
+  bool release_reports_ = true;
   std::uint64_t transactions_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;

@@ -79,7 +79,15 @@ void Hbm::next_slice(std::size_t f, Tick ready) {
 tlm::tlm_sync_enum Hbm::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                         sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase");
-  push(Request{now_ticks() + to_ticks(delay), 0, &gp, 0, static_cast<double>(gp.get_data_length())});
+  const Tick t = now_ticks() + to_ticks(delay);
+  const auto bytes = static_cast<double>(gp.get_data_length());
+  if (!fifo_.empty() && fifo_.back().t <= t) {
+    // the usual case, behind the FIFO's last: the earliest request stays, and
+    // so does the wake-up set for it (schedule() would find it no later)
+    fifo_.push_back(Request{t, seq_++, &gp, 0, bytes});
+    return tlm::TLM_ACCEPTED;
+  }
+  push(Request{t, 0, &gp, 0, bytes});
   return tlm::TLM_ACCEPTED;
 }
 

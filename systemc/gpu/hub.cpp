@@ -83,6 +83,9 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       inflight_(static_cast<std::size_t>(sys.num_gpus), 0),
       congestion_packets_(congestion_packets(sys)),
       responses_q_(static_cast<std::size_t>(sys.nvswitch.num_switches)) {
+  if (planes_ > 64) throw std::invalid_argument(std::string(this->name()) + ": at most 64 NVSwitch planes");
+  data_start_.assign(static_cast<std::size_t>(planes_), 0);
+  response_start_.assign(static_cast<std::size_t>(planes_), 0);
   if (!fn_.ingress || !fn_.egress || !fn_.completion) {
     throw std::invalid_argument(std::string(this->name()) + ": hub functions incomplete");
   }
@@ -104,7 +107,14 @@ void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
     throw std::logic_error(std::string(name()) + ": one egress port per plane expected");
   }
   ports_ = std::move(ports);
-  for (NvlinkPort* p : ports_) p->set_credit_listener([this](Tick t) { wake(t); });
+  ports_hold_max_packet_ = true;
+  for (const NvlinkPort* p : ports_) {
+    if (p->credit_flits(~std::uint32_t{0}) != max_packet_flits_) ports_hold_max_packet_ = false;
+  }
+  for (NvlinkPort* p : ports_) {
+    p->set_credit_listener([this](Tick t) { wake(t); });
+    p->set_release_reports(false);  // nb_transport_bw ignores END_REQ: the egress asks the port itself
+  }
 }
 
 Tick Hub::cycles(std::uint32_t n) const {
@@ -145,8 +155,8 @@ bool Hub::fill(Tick now, bool& room_stop) {
     }
     if (!best || best_ready > now + quantum_) return took;
     const Tick at = std::max(best_ready, room_at_);
-    golden::StoreRequest st = best->head().store;
-    if (!fn_.egress->can_accept(st, at)) {
+    const golden::StoreRequest& head = best->head().store;  // copied only once it is taken
+    if (!fn_.egress->can_accept(head, at)) {
       if (!room_blocked_) {
         room_blocked_ = true;
         blocked_since_ = at;
@@ -155,6 +165,7 @@ bool Hub::fill(Tick now, bool& room_stop) {
       room_stop = true;
       return took;
     }
+    golden::StoreRequest st = head;
     st.ready = at;
     fn_.egress->accept(st, at);
     best->pop(at);
@@ -171,10 +182,19 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   // plane in rotation order
   if (!data_held && fn_.egress->occupancy() > 0) {
     const Tick data_from = std::max(now, egress_free_);
+    if (data_from != data_known_from_) {
+      data_known_ = 0;
+      data_known_from_ = data_from;
+    }
     std::size_t p = data_rot_;
     for (std::size_t k = 0; k < P; ++k) {
-      const Tick s = ports_[p]->earliest_start(data_from, max_packet_flits_);
-      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s};
+      const std::uint64_t bit = std::uint64_t{1} << p;
+      if (!(data_known_ & bit)) {
+        data_start_[p] = ports_[p]->earliest_start(data_from, max_packet_flits_);
+        data_known_ |= bit;
+      }
+      const Tick s = data_start_[p];
+      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s, data_from};
       if (++p == P) p = 0;
     }
   }
@@ -182,17 +202,22 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
   for (std::size_t p = 0; p < P; ++p) {
     const Ring<Response>& q = responses_q_[p];
     if (q.empty()) continue;
-    const Response& r = q.front();
-    const Tick s = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
+    const std::uint64_t bit = std::uint64_t{1} << p;
+    if (!(response_known_ & bit)) {
+      const Response& r = q.front();
+      response_start_[p] = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
+      response_known_ |= bit;
+    }
+    const Tick s = response_start_[p];
     if (s == kTickMax) continue;
     if (s < best.start || (s == best.start && best.valid && !best.response)) {
-      best = {true, true, static_cast<std::int32_t>(p), s};
+      best = {true, true, static_cast<std::int32_t>(p), s, 0};
     }
   }
   return best;
 }
 
-void Hub::send_response(std::int32_t plane, Tick now) {
+void Hub::send_response(std::int32_t plane, Tick start, Tick now) {
   auto& q = responses_q_[static_cast<std::size_t>(plane)];
   const Response r = q.front();
   q.pop_front();
@@ -200,34 +225,49 @@ void Hub::send_response(std::int32_t plane, Tick now) {
   ext->plane = plane;
   ext->ready = r.ready;
   const Tick at = std::max(r.ready, now);
-  ext->sent = ports_[static_cast<std::size_t>(plane)]->earliest_start(at, ext->flits);
+  ext->sent = start;  // next_action's answer of the port for (at, r.flits)
   if (ext->sent < ext->written) ++early_responses_;
   ++responses_;
   ++transactions_;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(at - now);
   hub2nvl[static_cast<std::size_t>(plane)]->nb_transport_fw(*r.gp, phase, d);
+  forget_plane(static_cast<std::size_t>(plane));
 }
 
-bool Hub::send_data(Tick now) {
+bool Hub::send_data(Tick now, const Action& a) {
   golden::EgressPick pick;
   if (!fn_.egress->pick(std::max(now, egress_free_), congested_, pick)) return false;
   egress_free_ = std::max(now, egress_free_) + cycles(pick.cycles);
   const golden::StoreRequest& st = pick.store;
   const Tick ready = std::max({st.ready, now, egress_free_});
-  const std::uint32_t packets = fmt_.packets_per_row(st.bytes);
-  const auto flits = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
-  // the port that can start it first; ties rotate over the planes
+  if (st.bytes != shape_bytes_) {  // the packets of a transfer are mostly of one size
+    shape_bytes_ = st.bytes;
+    shape_packets_ = fmt_.packets_per_row(st.bytes);
+    shape_flits_ = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
+  }
+  const std::uint32_t packets = shape_packets_;
+  const std::uint32_t flits = shape_flits_;
+  // the port that can start it first; ties rotate over the planes. A port's
+  // answer depends on the flits only through the credits they hold (one
+  // maximal packet at most), so for a packet ready when next_action asked,
+  // holding a maximal packet's credits, its choice stands (the ports have
+  // not changed since).
   const auto P = static_cast<std::size_t>(planes_);
   std::size_t plane = 0;
   Tick start = kTickMax;
-  for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
-    const Tick s = ports_[p]->earliest_start(ready, flits);
-    if (s < start) {
-      start = s;
-      plane = p;
+  if (ready == a.data_from && flits >= max_packet_flits_ && ports_hold_max_packet_) {
+    plane = static_cast<std::size_t>(a.plane);
+    start = a.start;
+  } else {
+    for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
+      const Tick s = ports_[p]->earliest_start(ready, flits);
+      if (s < start) {
+        start = s;
+        plane = p;
+      }
+      if (++p == P) p = 0;
     }
-    if (++p == P) p = 0;
   }
   if (start == kTickMax) throw std::logic_error(std::string(name()) + ": no port for a picked packet");
   if (room_blocked_) {
@@ -265,11 +305,16 @@ bool Hub::send_data(Tick now) {
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(ready - now);
   hub2nvl[plane]->nb_transport_fw(*gp, phase, d);
+  forget_plane(plane);
   return true;
 }
 
 void Hub::egress() {
   ++egress_wakes_;
+  // the ports' answers remembered in the last call are stale: credit reports
+  // and HBM completions (new responses) came in since
+  data_known_ = 0;
+  response_known_ = 0;
   const Tick now = now_ticks();
   wake_at_ = kTickMax;
   if (ports_.size() != static_cast<std::size_t>(planes_)) {
@@ -293,8 +338,8 @@ void Hub::egress() {
     const Action a = next_action(now, data_held);
     if (a.valid && a.start <= now + quantum_) {
       if (a.response) {
-        send_response(a.plane, now);
-      } else if (!send_data(now)) {
+        send_response(a.plane, a.start, now);
+      } else if (!send_data(now, a)) {
         data_held = true;
       } else {
         fill_again = room_stop;

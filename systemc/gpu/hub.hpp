@@ -143,6 +143,7 @@ class Hub : public TlmBlock {
     bool response = false;
     std::int32_t plane = 0;
     Tick start = kTickMax;
+    Tick data_from = 0;  ///< data: the time it asked the ports for (plane, start: a maximal packet's)
   };
 
   void egress();
@@ -150,8 +151,14 @@ class Hub : public TlmBlock {
   /// room; whether it took any. `room_stop`: it stopped at a full buffer.
   bool fill(Tick now, bool& room_stop);
   Action next_action(Tick now, bool data_held);
-  void send_response(std::int32_t plane, Tick now);
-  bool send_data(Tick now);
+  /// A packet left on `plane`: its port's answers are no longer known.
+  void forget_plane(std::size_t plane) {
+    data_known_ &= ~(std::uint64_t{1} << plane);
+    response_known_ &= ~(std::uint64_t{1} << plane);
+  }
+  /// `start`: when its port starts it (as next_action found).
+  void send_response(std::int32_t plane, Tick start, Tick now);
+  bool send_data(Tick now, const Action& a);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
   Tick cycles(std::uint32_t n) const;
   golden::IngressResult local_ingress(const golden::StoreRequest& st, Tick t);
@@ -165,12 +172,18 @@ class Hub : public TlmBlock {
   std::uint32_t ack_flits_;
   std::uint32_t max_packet_flits_;
   PacketFormat fmt_;
+  /// Packets and flits of a transaction of shape_bytes_ payload bytes (the
+  /// last size sent: three divisions by the packet format otherwise).
+  std::uint32_t shape_bytes_ = 0;
+  std::uint32_t shape_packets_ = 0;
+  std::uint32_t shape_flits_ = 0;
   TrafficSink* sink_;
   golden::HubFunctions fn_;
   MemoryFlows* memory_ = nullptr;
   std::function<void(const golden::ReadySignal&, Tick)> ready_;
   std::vector<golden::ReadySignal> ready_buf_;
   std::vector<NvlinkPort*> ports_;
+  bool ports_hold_max_packet_ = false;  ///< every port's credit_flits caps at our max_packet_flits_
   std::vector<StoreSource*> sources_;
   std::vector<std::uint8_t> congested_;  ///< per peer: packets in flight past congestion_packets_
   std::vector<std::uint64_t> inflight_;   ///< per peer: data packets sent and not yet answered
@@ -188,6 +201,17 @@ class Hub : public TlmBlock {
   bool room_blocked_ = false;
   Tick blocked_since_ = 0;
   std::size_t data_rot_ = 0;  ///< the plane data tries first (rotates per packet sent)
+  // The ports' answers to next_action within one call of egress(): a port
+  // changes then only by what the egress sends on it (credit reports and new
+  // responses come from other processes), so an answer stands until a packet
+  // leaves on its plane. Bit p of data_known_: data_start_[p] is the start
+  // of a maximal packet from data_known_from_; of response_known_:
+  // response_start_[p] is the start of plane p's first response.
+  std::vector<Tick> data_start_;
+  std::vector<Tick> response_start_;
+  std::uint64_t data_known_ = 0;
+  std::uint64_t response_known_ = 0;
+  Tick data_known_from_ = 0;
   sc_core::sc_event work_ev_;
   Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;

@@ -53,9 +53,15 @@ void StoreStream::fill_head() {
   s.bytes = std::min(chunk_bytes_, row_bytes_ - c.offset);
   s.address = c.batch.base_address + static_cast<std::uint64_t>(c.row) * row_bytes_ + c.offset;
   s.priority = true;
-  s.mask = s.bytes <= golden::kLineBytes && c.offset % golden::kLineBytes + s.bytes <= golden::kLineBytes
-               ? golden::ByteMask::range(c.offset % golden::kLineBytes, s.bytes)
-               : golden::ByteMask::range(0, golden::kLineBytes);
+  const bool in_line = s.bytes <= golden::kLineBytes && c.offset % golden::kLineBytes + s.bytes <= golden::kLineBytes;
+  const std::uint32_t mask_at = in_line ? c.offset % golden::kLineBytes : 0;
+  const std::uint32_t mask_bytes = in_line ? s.bytes : golden::kLineBytes;
+  if (mask_at != memo_mask_at_ || mask_bytes != memo_mask_bytes_) {  // mostly whole lines, one after another
+    memo_mask_at_ = mask_at;
+    memo_mask_bytes_ = mask_bytes;
+    memo_mask_ = golden::ByteMask::range(mask_at, mask_bytes);
+  }
+  s.mask = memo_mask_;
   s.tag = transfer_;
   const Tick begin = std::max(clock_, c.enabled_at);
   if (s.bytes != memo_bytes_) {  // the stores of a stream are mostly of one size

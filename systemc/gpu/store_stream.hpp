@@ -131,6 +131,9 @@ class StoreStream : public StoreSource {
   SourceStore head_;
   std::uint32_t memo_bytes_ = 0;  ///< issue time of a store of memo_bytes_ (0: none yet)
   Tick memo_ticks_ = 0;
+  std::uint32_t memo_mask_at_ = 0;     ///< memo_mask_ = ByteMask::range(memo_mask_at_, memo_mask_bytes_)
+  std::uint32_t memo_mask_bytes_ = 0;  ///< (0: none yet)
+  golden::ByteMask memo_mask_;
 };
 
 /// One row a kernel stores to a peer, in the kernel's order.

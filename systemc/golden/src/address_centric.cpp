@@ -13,11 +13,12 @@ IngressResult AddressCentricIngress::on_write(const StoreRequest& w, Tick) {
   return r;
 }
 
-bool AddressCentricEgress::can_accept(const StoreRequest&, Tick) const { return fifo_.size() < entries_; }
+bool AddressCentricEgress::can_accept(const StoreRequest&, Tick) const { return count_ < entries_; }
 
 void AddressCentricEgress::accept(const StoreRequest& s, Tick) {
-  if (fifo_.size() >= entries_) throw std::logic_error("address-centric hub: write buffer overflow");
+  if (count_ >= entries_) throw std::logic_error("address-centric hub: write buffer overflow");
   fifo_.push_back(s);
+  ++count_;
 }
 
 bool AddressCentricEgress::pick(Tick, const std::vector<std::uint8_t>& congested, EgressPick& out) {
@@ -27,6 +28,7 @@ bool AddressCentricEgress::pick(Tick, const std::vector<std::uint8_t>& congested
     out.store = *it;
     out.merged = 1;
     out.cycles = 0;
+    --count_;
     if (it == fifo_.begin()) {
       fifo_.pop_front();  // the usual case, without deque's general erase
     } else {

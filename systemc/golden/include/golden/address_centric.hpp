@@ -27,11 +27,12 @@ class AddressCentricEgress : public EgressFunction {
   void accept(const StoreRequest& s, Tick now) override;
   bool pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) override;
   Tick next_event(Tick) const override { return kNever; }
-  std::size_t occupancy() const override { return fifo_.size(); }
+  std::size_t occupancy() const override { return count_; }
 
  private:
   std::uint32_t entries_;
   std::deque<StoreRequest> fifo_;
+  std::size_t count_ = 0;  ///< = fifo_.size(), asked for on every decision (a deque computes it)
 };
 
 class NoCompletion : public CompletionFunction {
