@@ -37,7 +37,10 @@ instrumented pass (device and host time, the main thread's CPU time, its context
 switches and minor page faults, garbage collections and cudaMalloc calls during
 the call: a host that was descheduled shows host time without CPU time; a
 process doing more work shows both), and megatron_phase_iters.csv each phase of
-each instrumented iteration.
+each instrumented iteration. Before each pass and mode a host-speed probe (rows of
+kind probe_launch and probe_python in megatron_iters.csv) times a fixed number of
+one-element launches and a fixed pure-Python loop, so that a pass's host time can
+be read against the host's speed at that moment.
 
 With one GPU the layer runs at EP = 1 (one rank over NCCL): Megatron-Core then
 bypasses its all-to-alls (world size 1) and keeps everything else; the nccl rows
@@ -282,6 +285,32 @@ def probe_diff(a, b):
 
 ITER_FIELDS = ["cpu_us", "nivcsw", "nvcsw", "minflt", "gc_collections", "cuda_mallocs",
                "steal_ms_all", "steal_ms_own"]
+
+
+PROBE_LAUNCHES = 400   # launches of the host-speed probe
+PROBE_PY_STEPS = 20000  # loop steps of its pure-Python part
+
+
+def host_probe(torch):
+    """The host's speed now, by two fixed workloads with the GPU idle: the host
+    time (us) of one launch of a one-element add (PROBE_LAUNCHES of them, the
+    stream drained first), and of PROBE_PY_STEPS steps of a pure-Python loop.
+    A pass's layer host time over the probe's separates a host that runs slower
+    for a while from work that grew."""
+    a = torch.ones(1, device="cuda")
+    b = torch.empty_like(a)
+    torch.cuda.synchronize()
+    h0 = time.perf_counter()
+    for _ in range(PROBE_LAUNCHES):
+        torch.add(a, 1.0, out=b)
+    h1 = time.perf_counter()
+    torch.cuda.synchronize()
+    acc = 0
+    h2 = time.perf_counter()
+    for i in range(PROBE_PY_STEPS):
+        acc += i & 7
+    h3 = time.perf_counter()
+    return (h1 - h0) * 1e6 / PROBE_LAUNCHES, (h3 - h2) * 1e6, acc
 
 
 def time_layer(torch, fn, warmup, iters, record=None):
@@ -572,6 +601,14 @@ def main():
                             return run_once(torch, layer, x, g, mode)
                     return run_once(torch, layer, x, g, mode)
                 rec = []
+                # the host-speed probe before the pass's timed calls (rows of kind
+                # probe_launch / probe_python: host_us per launch / for the loop)
+                pl, pp, _ = host_probe(torch)
+                t_probe = f"{time.perf_counter() - T0:.4f}"
+                wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_launch", 0, t_probe, "",
+                                      f"{pl:.3f}"] + [""] * len(ITER_FIELDS))
+                wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_python", 0, t_probe, "",
+                                      f"{pp:.1f}"] + [""] * len(ITER_FIELDS))
                 med, lo, hi, hmed = time_layer(torch, fn, args.warmup, args.iters, rec)
                 wr["layer"].writerow([stem, "megatron", mode, T, f"{med:.2f}", f"{lo:.2f}", f"{hi:.2f}",
                                       f"{hmed:.2f}"] + pas)
