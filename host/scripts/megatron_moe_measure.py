@@ -40,7 +40,9 @@ process doing more work shows both), and megatron_phase_iters.csv each phase of
 each instrumented iteration. Before each pass and mode a host-speed probe (rows of
 kind probe_launch and probe_python in megatron_iters.csv) times a fixed number of
 one-element launches and a fixed pure-Python loop, so that a pass's host time can
-be read against the host's speed at that moment.
+be read against the host's speed at that moment; every timed call also carries
+the time of a short fixed Python loop just before and just after it
+(probe_before_us, probe_after_us), read outside its timed window.
 
 With one GPU the layer runs at EP = 1 (one rank over NCCL): Megatron-Core then
 bypasses its all-to-alls (world size 1) and keeps everything else; the nccl rows
@@ -274,17 +276,33 @@ def probe(torch):
     st_all, st_own = steal_ticks()
     return (ru.ru_utime + ru.ru_stime, ru.ru_nivcsw, ru.ru_nvcsw, ru.ru_minflt,
             sum(st["collections"] for st in gc.get_stats()),
-            torch.cuda.memory_stats().get("segment.all.allocated", 0), st_all, st_own)
+            torch.cuda.memory_stats().get("segment.all.allocated", 0), st_all, st_own, speed_probe())
+
+
+CALL_PROBE_STEPS = 5000  # loop steps of the host-speed probe read beside every timed call
+
+
+def speed_probe():
+    """Host time (us) of a fixed pure-Python loop: the host's speed at this
+    moment (two levels about 1.7x apart on the lent H200 machine, run 7)."""
+    acc = 0
+    h0 = time.perf_counter()
+    for i in range(CALL_PROBE_STEPS):
+        acc += i & 7
+    elapsed = (time.perf_counter() - h0) * 1e6
+    assert acc >= 0  # (the loop's result, kept so the loop is not dead code)
+    return elapsed
 
 
 def probe_diff(a, b):
     ms = 1e3 / USER_HZ
     return ([f"{(b[0] - a[0]) * 1e6:.1f}"] + [b[i] - a[i] for i in range(1, 6)]
-            + [f"{(b[6] - a[6]) * ms:.0f}", f"{(b[7] - a[7]) * ms:.0f}" if PINNED else ""])
+            + [f"{(b[6] - a[6]) * ms:.0f}", f"{(b[7] - a[7]) * ms:.0f}" if PINNED else ""]
+            + [f"{a[8]:.1f}", f"{b[8]:.1f}"])
 
 
 ITER_FIELDS = ["cpu_us", "nivcsw", "nvcsw", "minflt", "gc_collections", "cuda_mallocs",
-               "steal_ms_all", "steal_ms_own"]
+               "steal_ms_all", "steal_ms_own", "probe_before_us", "probe_after_us"]
 
 
 PROBE_LAUNCHES = 400   # launches of the host-speed probe
