@@ -26,7 +26,13 @@ Hbm::Hbm(const sc_core::sc_module_name& name, double bw_gbps, double latency_ns,
 
 void Hbm::push(Request r) {
   r.seq = seq_++;
-  if (r.gp && (fifo_.empty() || fifo_.back().t <= r.t)) {
+  if (r.gp && !fifo_.empty() && fifo_.back().t <= r.t) {
+    // the usual case, behind the FIFO's last: the earliest request stays, and
+    // so does the wake-up set for it (schedule() would find it no later)
+    fifo_.push_back(r);
+    return;
+  }
+  if (r.gp && fifo_.empty()) {
     fifo_.push_back(r);
   } else {
     heap_.push(r);
@@ -79,15 +85,7 @@ void Hbm::next_slice(std::size_t f, Tick ready) {
 tlm::tlm_sync_enum Hbm::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                         sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase");
-  const Tick t = now_ticks() + to_ticks(delay);
-  const auto bytes = static_cast<double>(gp.get_data_length());
-  if (!fifo_.empty() && fifo_.back().t <= t) {
-    // the usual case, behind the FIFO's last: the earliest request stays, and
-    // so does the wake-up set for it (schedule() would find it no later)
-    fifo_.push_back(Request{t, seq_++, &gp, 0, bytes});
-    return tlm::TLM_ACCEPTED;
-  }
-  push(Request{t, 0, &gp, 0, bytes});
+  push(Request{now_ticks() + to_ticks(delay), 0, &gp, 0, static_cast<double>(gp.get_data_length())});
   return tlm::TLM_ACCEPTED;
 }
 
