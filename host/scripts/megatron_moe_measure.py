@@ -282,16 +282,15 @@ def probe(torch):
 CALL_PROBE_STEPS = 5000  # loop steps of the host-speed probe read beside every timed call
 
 
-def speed_probe():
-    """Host time (us) of a fixed pure-Python loop: the host's speed at this
-    moment (two levels about 1.7x apart on the lent H200 machine, run 7)."""
+def speed_probe(steps=CALL_PROBE_STEPS):
+    """Host time (us) of `steps` steps of a fixed pure-Python loop: the host's
+    speed at this moment (two levels about 1.7x apart on the lent H200
+    machine, run 7)."""
     acc = 0
     h0 = time.perf_counter()
-    for i in range(CALL_PROBE_STEPS):
+    for i in range(steps):
         acc += i & 7
-    elapsed = (time.perf_counter() - h0) * 1e6
-    assert acc >= 0  # (the loop's result, kept so the loop is not dead code)
-    return elapsed
+    return (time.perf_counter() - h0) * 1e6
 
 
 def probe_diff(a, b):
@@ -323,12 +322,7 @@ def host_probe(torch):
         torch.add(a, 1.0, out=b)
     h1 = time.perf_counter()
     torch.cuda.synchronize()
-    acc = 0
-    h2 = time.perf_counter()
-    for i in range(PROBE_PY_STEPS):
-        acc += i & 7
-    h3 = time.perf_counter()
-    return (h1 - h0) * 1e6 / PROBE_LAUNCHES, (h3 - h2) * 1e6, acc
+    return (h1 - h0) * 1e6 / PROBE_LAUNCHES, speed_probe(PROBE_PY_STEPS)
 
 
 def time_layer(torch, fn, warmup, iters, record=None):
@@ -621,7 +615,7 @@ def main():
                 rec = []
                 # the host-speed probe before the pass's timed calls (rows of kind
                 # probe_launch / probe_python: host_us per launch / for the loop)
-                pl, pp, _ = host_probe(torch)
+                pl, pp = host_probe(torch)
                 t_probe = f"{time.perf_counter() - T0:.4f}"
                 wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_launch", 0, t_probe, "",
                                       f"{pl:.3f}"] + [""] * len(ITER_FIELDS))
