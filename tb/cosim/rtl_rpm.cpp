@@ -253,18 +253,16 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
     d.present(i);
   }
   const int granted = d.model->offer(congested);
+  // the entries shown for this decision only, apart from a granted one, are
+  // withdrawn after the clock edge that takes the grant: the edge takes the
+  // grant that was offered, with the inputs it was offered on
   d.withdrawn.clear();
-  bool grant_stands = true;  // no entry withdrawn from the granted partition
   for (const std::size_t i : d.deferred) {
     d.pool[i].presented = false;
-    if (static_cast<int>(i) == granted) continue;
-    d.present(i);
-    d.withdrawn.push_back(static_cast<std::uint32_t>(i));
-    if (granted >= 0 && i / d.g.entries_per_peer == static_cast<std::size_t>(granted) / d.g.entries_per_peer) {
-      grant_stands = false;
-    }
+    if (static_cast<int>(i) != granted) d.withdrawn.push_back(static_cast<std::uint32_t>(i));
   }
   if (granted < 0) {
+    for (const std::uint32_t i : d.withdrawn) d.present(i);
     d.model->decline();
     return false;
   }
@@ -280,7 +278,8 @@ bool RtlRuntimePacketManager::pick(Tick now, const std::vector<std::uint8_t>& co
   const bool timer_expired = d.model->age_of(static_cast<std::uint32_t>(slot)) >= d.p.timer_cycles;
   const bool partition_full = d.count[slot / d.g.entries_per_peer] == d.g.entries_per_peer;
   // the grant is taken at this edge; the slot is free after it
-  d.model->take(grant_stands ? &d.withdrawn : nullptr);
+  d.model->take(d.withdrawn);
+  for (const std::uint32_t i : d.withdrawn) d.present(i);
   Impl::Entry e = std::move(d.pool[slot]);
   Impl::vacate(d.pool[slot]);
   --d.held;

@@ -42,10 +42,10 @@ class RpmModel {
   /// With the peer-indexed `congested` mask: the slot the scheduler grants
   /// now, or -1. A grant must be followed by take() or decline().
   virtual int offer(const std::vector<std::uint8_t>& congested) = 0;
-  /// The grant is taken at the clock edge that ends the current cycle. With
-  /// `withdrawn`: after the offer only these slots were emptied, none in the
-  /// granted slot's partition (see RpmModelT::take).
-  virtual void take(const std::vector<std::uint32_t>* withdrawn) = 0;
+  /// The grant is taken at the clock edge that ends the current cycle, with
+  /// the inputs of the offer. `withdrawn`: slots shown to the offer only,
+  /// emptied after the edge (their counters become 0, as an empty slot's).
+  virtual void take(const std::vector<std::uint32_t>& withdrawn) = 0;
   virtual void decline() = 0;
   /// The pool moved the entry of slot `from` to slot `to`: its age counter
   /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
@@ -182,26 +182,12 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     }
     return static_cast<int>(m_->gnt_dest_o * g_.entries_per_peer + m_->gnt_entry_o);
   }
-  void take(const std::vector<std::uint32_t>* withdrawn) override {
-    if (withdrawn != nullptr && !trace_) {
-      // Emptying slots outside the granted slot's partition after the offer
-      // leaves the grant as it is (the granted partition's entries and
-      // eligibility are unchanged; other partitions can only lose
-      // candidates, and none of them came first in the round robin), so the
-      // next state that the offer's evaluation computed stands for every
-      // other slot, and an emptied slot's counter becomes 0, as the RTL
-      // clears the counter of an empty slot: the edge without evaluating
-      // the model again.
-      auto& r = *m_->rootp;
-      r.moehub_rpm_sched__DOT__rr_q = r.moehub_rpm_sched__DOT__rr_d;
-      r.moehub_rpm_sched__DOT__age_q = r.moehub_rpm_sched__DOT__age_d;
-      for (const std::uint32_t s : *withdrawn) set_age(s, 0);
-      stale_ = true;
-      ++cycle;
-      ++simulated;
-    } else {
-      edge();
-    }
+  void take(const std::vector<std::uint32_t>& withdrawn) override {
+    edge();
+    // The slots shown to the offer only leave after the edge: an empty
+    // slot's counter is 0 (the RTL clears it at the edge after the slot
+    // empties, and holds it there), and the pool presents them empty next.
+    for (const std::uint32_t s : withdrawn) set_age(s, 0);
     m_->gnt_ready_i = 0;
   }
   void decline() override {
