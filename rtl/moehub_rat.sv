@@ -9,7 +9,8 @@
 // one word at a time and never reset: the shape of one SRAM macro per bank.
 // A bank of one set is that one word, registers kept as its Ways entries, of
 // which a fill writes only the victim's (the same function; in Verilator the
-// compare then reads entries instead of bit fields of a wide word).
+// compare then reads entries instead of bit fields of a wide word, and the
+// hit way and first free way come from vector operations, no loop over ways).
 // Valid bits and the per-set FIFO pointers are flip-flops (they are cleared
 // on reset and by a flush).
 //
@@ -261,30 +262,44 @@ module moehub_rat #(
       if (fill_we) ent_q[32'(line)*Ways + 32'(victim)] <= {req_malloc_i, req_row_i, req_fill_local_i};
     end
 
-    // victim: the first invalid way, else the oldest
-    always_comb begin
-      have_free = 1'b0;
-      victim    = fifo_q[line*WayIdxW +: WayIdxW];
-      for (int w = Ways - 1; w >= 0; w--) begin
-        if (!line_valid[w]) begin
-          have_free = 1'b1;
-          victim    = WayIdxW'(w);
-        end
+    // Way indices as bit masks: bit w of mask j (way_bit[j*Ways + w]) is bit
+    // j of w, so bit j of the index of a one-hot way vector v is
+    // |(v & mask j).
+    logic [WayIdxW*Ways-1:0] way_bit;
+    for (genvar j = 0; j < WayIdxW; j++) begin : gen_way_bit
+      for (genvar w = 0; w < Ways; w++) begin : gen_w
+        assign way_bit[j*Ways + w] = ((w >> j) & 1) != 0;
       end
+    end
+
+    // tag compare: every way of the request's bank at once
+    logic [Ways-1:0] way_match;
+    for (genvar w = 0; w < Ways; w++) begin : gen_way
+      assign way_match[w] = ent_q[32'(line)*Ways + w][LocalRowIdWidth +: MallocIdWidth + RowIdWidth] ==
+                            {req_malloc_i, req_row_i};
+    end
+
+    // victim: the first invalid way (the lowest bit of the free ways, isolated
+    // as free & -free), else the oldest
+    logic [Ways-1:0]    free_ways, first_free;
+    logic [WayIdxW-1:0] hit_way, free_way;
+    always_comb begin
+      free_ways  = ~line_valid;
+      first_free = free_ways & (~free_ways + Ways'(1));
+      have_free  = |free_ways;
+      hit_ways   = line_valid & way_match;
+      for (int unsigned j = 0; j < WayIdxW; j++) begin
+        hit_way[j]  = |(hit_ways & way_bit[j*Ways +: Ways]);
+        free_way[j] = |(first_free & way_bit[j*Ways +: Ways]);
+      end
+      victim       = have_free ? free_way : fifo_q[line*WayIdxW +: WayIdxW];
       victim_valid = !have_free;
     end
 
-    // tag compare, victim entry, flush matches
+    // hit, victim entry, flush matches (a lookup matches at most one way: the
+    // assertion below; the hit way's index reads its LocalRowID)
     always_comb begin
-      hit_local_o = '0;
-      hit_ways    = '0;
-      for (int unsigned w = 0; w < Ways; w++) begin
-        if (line_valid[w] && ent_q[32'(line)*Ways + w][LocalRowIdWidth +: MallocIdWidth + RowIdWidth] ==
-                             {req_malloc_i, req_row_i}) begin
-          hit_ways[w] = 1'b1;
-          hit_local_o = ent_q[32'(line)*Ways + w][LocalRowIdWidth-1:0];
-        end
-      end
+      hit_local_o  = (hit_ways != '0) ? ent_q[32'(line)*Ways + 32'(hit_way)][LocalRowIdWidth-1:0] : '0;
       victim_entry = ent_q[32'(line)*Ways + 32'(victim)];
       flush_match  = '0;
       if (flushing_q) begin
