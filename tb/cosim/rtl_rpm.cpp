@@ -80,22 +80,16 @@ struct RtlRuntimePacketManager::Impl {
     return count[part] < g.entries_per_peer ? static_cast<int>(part * g.entries_per_peer + count[part]) : -1;
   }
   /// Slot `slot` was emptied: the entries behind it move down one slot, with
-  /// their age counters, so that slot order stays arrival order.
+  /// what the model shows for them and their age counters, so that slot
+  /// order stays arrival order.
   void compact(std::size_t slot) {
-    const std::size_t end = (slot / g.entries_per_peer + 1) * g.entries_per_peer;
-    std::size_t hole = slot;
-    for (std::size_t j = slot + 1; j < end && pool[j].valid; ++j) {
-      pool[hole] = std::move(pool[j]);
-      vacate(pool[j]);
-      model->move_age(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(hole));
-      present(hole);
-      for (std::size_t& k : deferred) {
-        if (k == j) k = hole;
-      }
-      hole = j;
+    const std::size_t part = slot / g.entries_per_peer;
+    const std::size_t last = part * g.entries_per_peer + count[part];  // the last valid slot before the take
+    pool.shift_down(slot, last);
+    model->shift_down(static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(last));
+    for (std::size_t& k : deferred) {
+      if (k > slot && k <= last) --k;
     }
-    model->clear_age(static_cast<std::uint32_t>(hole));
-    present(hole);
   }
 
   /// Marks a moved-from entry free (its other fields are not read while it is).
@@ -152,11 +146,34 @@ struct RtlRuntimePacketManager::Impl {
     }
   }
 
+  /// The entries by slot (dest * entries_per_peer + entry): a slot names an
+  /// entry of a fixed store, so compaction moves indices, not entries.
+  class Pool {
+   public:
+    explicit Pool(std::size_t n) : entries_(n), at_(n) {
+      for (std::size_t i = 0; i < n; ++i) at_[i] = static_cast<std::uint32_t>(i);
+    }
+    Entry& operator[](std::size_t slot) { return entries_[at_[slot]]; }
+    const Entry& operator[](std::size_t slot) const { return entries_[at_[slot]]; }
+    /// Slots (first, last] take the entries of the slot above them; slot
+    /// `last` takes the entry of slot `first`.
+    void shift_down(std::size_t first, std::size_t last) {
+      const std::uint32_t x = at_[first];
+      std::move(at_.begin() + static_cast<std::ptrdiff_t>(first) + 1, at_.begin() + static_cast<std::ptrdiff_t>(last) + 1,
+                at_.begin() + static_cast<std::ptrdiff_t>(first));
+      at_[last] = x;
+    }
+
+   private:
+    std::vector<Entry> entries_;
+    std::vector<std::uint32_t> at_;
+  };
+
   golden::RpmParams p;
   golden::HubClock clock;
   RtlRpmGeometry g;
   std::unique_ptr<detail::RpmModel> model;
-  std::vector<Entry> pool;  // slot dest * entries_per_peer + entry
+  Pool pool;
   std::size_t held = 0;     // valid slots
   std::vector<std::uint32_t> count;  // valid slots per partition (its first count slots)
   std::size_t shown = 0;    // valid slots presented on the model

@@ -47,10 +47,11 @@ class RpmModel {
   /// emptied after the edge (their counters become 0, as an empty slot's).
   virtual void take(const std::vector<std::uint32_t>& withdrawn) = 0;
   virtual void decline() = 0;
-  /// The pool moved the entry of slot `from` to slot `to`: its age counter
-  /// moves with it. clear_age: a slot left empty starts a new entry at age 0.
-  virtual void move_age(std::uint32_t from, std::uint32_t to) = 0;
-  virtual void clear_age(std::uint32_t slot) = 0;
+  /// The pool emptied slot `first` and moved the entries of slots
+  /// (first, last] down one slot each: their ports and age counters move
+  /// with them, and slot `last` is left empty (its counter 0, as an empty
+  /// slot's).
+  virtual void shift_down(std::uint32_t first, std::uint32_t last) = 0;
   /// The scheduler's age counter of `slot` (cycles).
   virtual std::uint64_t age_of(std::uint32_t slot) const = 0;
   virtual void trace_to(const std::string& fst_path) = 0;
@@ -97,6 +98,32 @@ void put_bits(P& port, unsigned lo, unsigned n, std::uint32_t v) {
   }
 }
 
+/// Bits [lo, lo + n) of a port of any width (n <= 32).
+template <class P>
+std::uint32_t get_bits(const P& port, unsigned lo, unsigned n) {
+  const std::uint64_t m = (n >= 32) ? 0xffffffffULL : ((1ULL << n) - 1);
+  if constexpr (std::is_integral_v<P>) {
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(port) >> lo) & m);
+  } else {
+    // at most two 32-bit words
+    const unsigned w = lo / 32;
+    std::uint64_t x = port[w];
+    if ((lo % 32) + n > 32) x |= static_cast<std::uint64_t>(port[w + 1]) << 32;
+    return static_cast<std::uint32_t>((x >> (lo % 32)) & m);
+  }
+}
+
+/// Bits [lo + w, hi) of a port of any width move to [lo, hi - w), 32 at a
+/// time; bits [hi - w, hi) become 0.
+template <class P>
+void shift_field_down(P& port, unsigned lo, unsigned hi, unsigned w) {
+  for (unsigned pos = lo; pos + w < hi; pos += 32) {
+    const unsigned n = std::min(32U, hi - w - pos);
+    put_bits(port, pos, n, get_bits(port, pos + w, n));  // reads above what it writes
+  }
+  for (unsigned pos = hi - w; pos < hi; pos += 32) put_bits(port, pos, std::min(32U, hi - pos), 0);
+}
+
 /// Bit `i` of a port or signal of any width.
 template <class P>
 bool get_bit(const P& port, unsigned i) {
@@ -114,7 +141,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, false),
+      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, 0),
         shown_(valid_.size()) {
     m_->clk_i = 0;
     m_->gnt_ready_i = 0;
@@ -195,8 +222,24 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     stale_ = true;
   }
 
-  void move_age(std::uint32_t from, std::uint32_t to) override { set_age(to, age(from)); }
-  void clear_age(std::uint32_t slot) override { set_age(slot, 0); }
+  void shift_down(std::uint32_t first, std::uint32_t last) override {
+    // what each slot shows moves with its entry: the ports' fields of slots
+    // (first, last] are shifted down one slot as bit strings, the counters
+    // and the records of what each slot shows as arrays
+    const unsigned rb = g_.row_id_bits;
+    shift_field_down(m_->entry_valid_i, first, last + 1, 1);
+    shift_field_down(m_->entry_full_i, first, last + 1, 1);
+    shift_field_down(m_->entry_prio_i, first, last + 1, 1);
+    shift_field_down(m_->entry_row_i, first * rb, (last + 1) * rb, rb);
+    auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    std::copy(&a[first + 1], &a[last] + 1, &a[first]);
+    a[last] = 0;
+    std::copy(shown_.begin() + first + 1, shown_.begin() + last + 1, shown_.begin() + first);
+    shown_[last] = RpmSlot{};
+    std::copy(valid_.begin() + first + 1, valid_.begin() + last + 1, valid_.begin() + first);
+    valid_[last] = 0;
+    stale_ = true;
+  }
   std::uint64_t age_of(std::uint32_t slot) const override { return age(slot); }
 
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
@@ -241,7 +284,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
   golden::RpmParams p_;
   RtlRpmGeometry g_;
-  std::vector<bool> valid_;  // entry_valid_i as presented
+  std::vector<std::uint8_t> valid_;  // entry_valid_i as presented
   std::vector<RpmSlot> shown_;  // every slot as its ports show it
   bool low_pending_ = false;  // clk_i fell after the last evaluation (waveform mode)
   bool stale_ = true;         // inputs or state changed after the last evaluation
