@@ -70,8 +70,6 @@ module moehub_rpm_sched #(
   localparam int unsigned DestIdxW = (Dests > 1) ? $clog2(Dests) : 1;
   /// Width of an entry index (do not override).
   localparam int unsigned EntryIdxW = (Depth > 1) ? $clog2(Depth) : 1;
-  /// Leaves of the tournament tree: Depth rounded up to a power of two (do not override).
-  localparam int unsigned Leaves = 1 << $clog2(Depth);
   /// Entries in all (do not override).
   localparam int unsigned Total = Dests * Depth;
 
@@ -79,77 +77,42 @@ module moehub_rpm_sched #(
   // (arrays of counters: one element per entry)
   logic [TimerWidth-1:0]       age_d [Total];
   logic [TimerWidth-1:0]       age_q [Total];
-  logic [Total-1:0]            eligible, expired, part_full_mask;
+  logic [Total-1:0]            eligible, expired;
   logic [Dests-1:0]            part_full;
 
-  for (genvar d = 0; d < Dests; d++) begin : gen_part_full
-    assign part_full[d]                        = &entry_valid_i[d*Depth +: Depth];
-    assign part_full_mask[d*Depth +: Depth]    = {Depth{part_full[d]}};
-  end
-  for (genvar i = 0; i < Total; i++) begin : gen_expired
-    assign expired[i] = age_q[i] >= timeout_i;
-  end
-  assign eligible = entry_valid_i & (entry_full_i | expired | part_full_mask | {Total{drain_i}});
-
-  // ---- per partition: tournament over its entries -------------------------
-  // Each entry's rank is one key, compared as an unsigned number (the larger
-  // wins, a tie goes to the lower index); from the top bit down:
-  //   eligible | expired | expired ? {age, 0...} : {priority, full, ~RowID, age}
-  // and all zeros for an entry that is not eligible. This is the order of
-  // the policy above: eligible first, expired before not, two expired ones
-  // by age alone, others by priority, full mask, smallest RowID, then age.
-  /// Width of an entry's rank key (do not override).
-  localparam int unsigned KeyW = 4 + RowIdWidth + TimerWidth;
-  /// Bits of the key below its eligible and expired bits (do not override).
-  localparam int unsigned RankW = KeyW - 2;
-
+  // ---- per partition: eligibility and the tournament over its entries -----
+  // (moehub_rpm_part, one instance per destination)
   logic [Dests-1:0]           part_ok;
   logic [Dests*EntryIdxW-1:0] part_idx;
 
   for (genvar d = 0; d < Dests; d++) begin : gen_part
-    // node k (1 .. 2*Leaves-1) at position k-1; leaves at Leaves .. 2*Leaves-1
-    // (split_var: the nodes of one vector feed each other without a loop;
-    // with Depth = 1 there is nothing to split)
-    // (not traced: a traced split vector is joined again on every evaluation)
-    /* verilator lint_off SPLITVAR */
-    /* verilator tracing_off */
-    logic [(2*Leaves-1)*KeyW-1:0]      n_key /* verilator split_var */;
-    logic [(2*Leaves-1)*EntryIdxW-1:0] n_idx /* verilator split_var */;
-    /* verilator tracing_on */
-    /* verilator lint_on SPLITVAR */
-
-    for (genvar l = 0; l < Leaves; l++) begin : gen_leaf
-      localparam int unsigned K = Leaves + l - 1;
-      if (l < Depth) begin : gen_used
-        localparam int unsigned I = d*Depth + l;
-        logic [TimerWidth-1:0] age;
-        logic [RankW-1:0]      rank;
-        assign age  = age_q[I];
-        assign rank = expired[I] ? {age, {(RankW-TimerWidth){1'b0}}}
-                                 : {entry_prio_i[I], entry_full_i[I], ~entry_row_i[I*RowIdWidth +: RowIdWidth], age};
-        assign n_key[K*KeyW +: KeyW] = eligible[I] ? {1'b1, expired[I], rank} : '0;
-      end else begin : gen_pad
-        assign n_key[K*KeyW +: KeyW] = '0;
-      end
-      assign n_idx[K*EntryIdxW +: EntryIdxW] = EntryIdxW'(l);
+    logic [Depth*TimerWidth-1:0] ages;   // the partition's age counters
+    for (genvar l = 0; l < Depth; l++) begin : gen_age_in
+      assign ages[l*TimerWidth +: TimerWidth] = age_q[d*Depth + l];
     end
-
-    for (genvar k = 1; k < Leaves; k++) begin : gen_node
-      localparam int unsigned A = 2*k - 1;   // left child position
-      localparam int unsigned B = 2*k;       // right child position
-      logic take_b;
-      assign take_b = n_key[B*KeyW +: KeyW] > n_key[A*KeyW +: KeyW];
-      assign n_key[(k-1)*KeyW +: KeyW]           = take_b ? n_key[B*KeyW +: KeyW] : n_key[A*KeyW +: KeyW];
-      assign n_idx[(k-1)*EntryIdxW +: EntryIdxW] = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
-                                                          : n_idx[A*EntryIdxW +: EntryIdxW];
-    end
-
-    assign part_ok[d]                         = n_key[KeyW-1];
-    assign part_idx[d*EntryIdxW +: EntryIdxW] = n_idx[0 +: EntryIdxW];
-    // the winner's rank is only needed inside the tree
-    logic unused_root;
-    assign unused_root = ^n_key[KeyW-2:0];
+    moehub_rpm_part #(
+      .Depth     (Depth),
+      .RowIdWidth(RowIdWidth),
+      .TimerWidth(TimerWidth)
+    ) u_part (
+      .valid_i    (entry_valid_i[d*Depth +: Depth]),
+      .full_i     (entry_full_i[d*Depth +: Depth]),
+      .prio_i     (entry_prio_i[d*Depth +: Depth]),
+      .row_i      (entry_row_i[d*Depth*RowIdWidth +: Depth*RowIdWidth]),
+      .age_i      (ages),
+      .timeout_i  (timeout_i),
+      .drain_i    (drain_i),
+      .eligible_o (eligible[d*Depth +: Depth]),
+      .expired_o  (expired[d*Depth +: Depth]),
+      .part_full_o(part_full[d]),
+      .ok_o       (part_ok[d]),
+      .idx_o      (part_idx[d*EntryIdxW +: EntryIdxW])
+    );
   end
+
+  // (the per-entry flags are read by the assertions and cover points only)
+  logic unused_flags;
+  assign unused_flags = ^{eligible, expired, part_full};
 
   // ---- round robin over destinations ---------------------------------------
   logic [DestIdxW-1:0] rr_d, rr_q;
@@ -241,3 +204,108 @@ module moehub_rpm_sched #(
 `endif
 
 endmodule
+
+// moehub_rpm_part: one partition of moehub_rpm_sched (policy points 1 and 2
+// of its header): which of the partition's Depth entries are eligible, and
+// the tournament that picks the best of them.
+//
+// Each entry's rank is one key, compared as an unsigned number (the larger
+// wins, a tie goes to the lower index); from the top bit down:
+//   eligible | expired | expired ? {age, 0...} : {priority, full, ~RowID, age}
+// and all zeros for an entry that is not eligible. This is the order of the
+// policy: eligible first, expired before not, two expired ones by age alone,
+// others by priority, full mask, smallest RowID, then age.
+/* verilator lint_off DECLFILENAME */
+module moehub_rpm_part #(
+  /// Entries in the partition.
+  parameter int unsigned Depth = 8,
+  /// Width of a RowID.
+  parameter int unsigned RowIdWidth = 16,
+  /// Width of an entry's age counter.
+  parameter int unsigned TimerWidth = 8
+) (
+  /// Per entry: holds a packet.
+  input  logic [Depth-1:0]            valid_i,
+  /// Per entry: its byte mask is complete.
+  input  logic [Depth-1:0]            full_i,
+  /// Per entry: 1 for a priority store, 0 for .nop.
+  input  logic [Depth-1:0]            prio_i,
+  /// Per entry: RowID (entry l at [l*RowIdWidth +: RowIdWidth]).
+  input  logic [Depth*RowIdWidth-1:0] row_i,
+  /// Per entry: its age counter (entry l at [l*TimerWidth +: TimerWidth]).
+  input  logic [Depth*TimerWidth-1:0] age_i,
+  /// Age in cycles after which a partial entry becomes eligible.
+  input  logic [TimerWidth-1:0]       timeout_i,
+  /// Every valid entry is eligible.
+  input  logic                        drain_i,
+  /// Per entry: eligible.
+  output logic [Depth-1:0]            eligible_o,
+  /// Per entry: at least timeout_i cycles old.
+  output logic [Depth-1:0]            expired_o,
+  /// Every entry is valid.
+  output logic                        part_full_o,
+  /// Some entry is eligible.
+  output logic                        ok_o,
+  /// Index of the best eligible entry (valid with ok_o).
+  output logic [EntryIdxW-1:0]        idx_o
+);
+
+  /// Width of an entry index (do not override).
+  localparam int unsigned EntryIdxW = (Depth > 1) ? $clog2(Depth) : 1;
+  /// Leaves of the tournament tree: Depth rounded up to a power of two (do not override).
+  localparam int unsigned Leaves = 1 << $clog2(Depth);
+  /// Width of an entry's rank key (do not override).
+  localparam int unsigned KeyW = 4 + RowIdWidth + TimerWidth;
+  /// Bits of the key below its eligible and expired bits (do not override).
+  localparam int unsigned RankW = KeyW - 2;
+
+  for (genvar l = 0; l < Depth; l++) begin : gen_expired
+    assign expired_o[l] = age_i[l*TimerWidth +: TimerWidth] >= timeout_i;
+  end
+  assign part_full_o = &valid_i;
+  assign eligible_o  = valid_i & (full_i | expired_o | {Depth{part_full_o}} | {Depth{drain_i}});
+
+  // node k (1 .. 2*Leaves-1) at position k-1; leaves at Leaves .. 2*Leaves-1
+  // (split_var: the nodes of one vector feed each other without a loop;
+  // with Depth = 1 there is nothing to split)
+  // (not traced: a traced split vector is joined again on every evaluation)
+  /* verilator lint_off SPLITVAR */
+  /* verilator tracing_off */
+  logic [(2*Leaves-1)*KeyW-1:0]      n_key /* verilator split_var */;
+  logic [(2*Leaves-1)*EntryIdxW-1:0] n_idx /* verilator split_var */;
+  /* verilator tracing_on */
+  /* verilator lint_on SPLITVAR */
+
+  for (genvar l = 0; l < Leaves; l++) begin : gen_leaf
+    localparam int unsigned K = Leaves + l - 1;
+    if (l < Depth) begin : gen_used
+      logic [TimerWidth-1:0] age;
+      logic [RankW-1:0]      rank;
+      assign age  = age_i[l*TimerWidth +: TimerWidth];
+      assign rank = expired_o[l] ? {age, {(RankW-TimerWidth){1'b0}}}
+                                 : {prio_i[l], full_i[l], ~row_i[l*RowIdWidth +: RowIdWidth], age};
+      assign n_key[K*KeyW +: KeyW] = eligible_o[l] ? {1'b1, expired_o[l], rank} : '0;
+    end else begin : gen_pad
+      assign n_key[K*KeyW +: KeyW] = '0;
+    end
+    assign n_idx[K*EntryIdxW +: EntryIdxW] = EntryIdxW'(l);
+  end
+
+  for (genvar k = 1; k < Leaves; k++) begin : gen_node
+    localparam int unsigned A = 2*k - 1;   // left child position
+    localparam int unsigned B = 2*k;       // right child position
+    logic take_b;
+    assign take_b = n_key[B*KeyW +: KeyW] > n_key[A*KeyW +: KeyW];
+    assign n_key[(k-1)*KeyW +: KeyW]           = take_b ? n_key[B*KeyW +: KeyW] : n_key[A*KeyW +: KeyW];
+    assign n_idx[(k-1)*EntryIdxW +: EntryIdxW] = take_b ? n_idx[B*EntryIdxW +: EntryIdxW]
+                                                        : n_idx[A*EntryIdxW +: EntryIdxW];
+  end
+
+  assign ok_o  = n_key[KeyW-1];
+  assign idx_o = n_idx[0 +: EntryIdxW];
+  // the winner's rank is only needed inside the tree
+  logic unused_root;
+  assign unused_root = ^n_key[KeyW-2:0];
+
+endmodule
+/* verilator lint_on DECLFILENAME */

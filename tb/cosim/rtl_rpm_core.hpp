@@ -231,7 +231,7 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     shift_field_down(m_->entry_full_i, first, last + 1, 1);
     shift_field_down(m_->entry_prio_i, first, last + 1, 1);
     shift_field_down(m_->entry_row_i, first * rb, (last + 1) * rb, rb);
-    auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    auto& a = sched().age_q;
     std::copy(&a[first + 1], &a[last] + 1, &a[first]);
     a[last] = 0;
     std::copy(shown_.begin() + first + 1, shown_.begin() + last + 1, shown_.begin() + first);
@@ -245,9 +245,13 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   void trace_to(const std::string& fst_path) override { this->open_trace(fst_path); }
 
  private:
-  std::uint64_t age(std::uint32_t i) const { return m_->rootp->moehub_rpm_sched__DOT__age_q[i]; }
+  // The scheduler's module (Verilated as a class of its own: its partitions,
+  // moehub_rpm_part, are kept as modules, rpm_fast_forward.vlt).
+  auto& sched() { return *m_->rootp->moehub_rpm_sched; }
+  const auto& sched() const { return *m_->rootp->moehub_rpm_sched; }
+  std::uint64_t age(std::uint32_t i) const { return sched().age_q[i]; }
   void set_age(std::uint32_t i, std::uint64_t v) {
-    auto& a = m_->rootp->moehub_rpm_sched__DOT__age_q;
+    auto& a = sched().age_q;
     a[i] = static_cast<std::remove_reference_t<decltype(a[i])>>(v);
     stale_ = true;
   }
@@ -273,9 +277,9 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
       // the model evaluated on both edges, above; cosim_rpm_test requires
       // both ways to give the same picks.)
       if (stale_) m_->eval();
-      auto& r = *m_->rootp;
-      r.moehub_rpm_sched__DOT__rr_q = r.moehub_rpm_sched__DOT__rr_d;
-      r.moehub_rpm_sched__DOT__age_q = r.moehub_rpm_sched__DOT__age_d;
+      auto& r = sched();
+      r.rr_q = r.rr_d;
+      r.age_q = r.age_d;
       stale_ = true;
     }
     ++cycle;
