@@ -141,14 +141,13 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
  public:
   RpmModelT(const golden::RpmParams& p, const RtlRpmGeometry& g)
-      : p_(p), g_(g), valid_(static_cast<std::size_t>(g.peers) * g.entries_per_peer, 0),
-        shown_(valid_.size()) {
+      : p_(p), g_(g), shown_(static_cast<std::size_t>(g.peers) * g.entries_per_peer) {
     m_->clk_i = 0;
     m_->gnt_ready_i = 0;
     m_->congested_i = 0;
     m_->timeout_i = static_cast<std::remove_reference_t<decltype(m_->timeout_i)>>(p.timer_cycles);
     m_->drain_i = !p.hold_partial;
-    for (std::uint32_t i = 0; i < valid_.size(); ++i) {  // every slot empty, as shown_ says
+    for (std::uint32_t i = 0; i < shown_.size(); ++i) {  // every slot empty, as shown_ says
       put_bit(m_->entry_valid_i, i, false);
       put_bit(m_->entry_full_i, i, false);
       put_bit(m_->entry_prio_i, i, false);
@@ -160,7 +159,6 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   void set_slot(std::uint32_t i, const RpmSlot& s) override {
     if (shown_[i] == s) return;  // the ports show it already
     shown_[i] = s;
-    valid_[i] = s.valid;
     stale_ = true;
     put_bit(m_->entry_valid_i, i, s.valid);
     put_bit(m_->entry_full_i, i, s.full);
@@ -182,8 +180,8 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     // clear_age() a slot emptied otherwise). The increments are added here,
     // without evaluating the model.
     const std::uint64_t max = (1ULL << g_.timer_bits) - 1;
-    for (std::uint32_t i = 0; i < valid_.size(); ++i) {
-      if (valid_[i]) set_age(i, std::min(max, age(i) + n));
+    for (std::uint32_t i = 0; i < shown_.size(); ++i) {
+      if (shown_[i].valid) set_age(i, std::min(max, age(i) + n));
     }
     cycle += n;
     forwarded += n;
@@ -236,8 +234,6 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
     a[last] = 0;
     std::copy(shown_.begin() + first + 1, shown_.begin() + last + 1, shown_.begin() + first);
     shown_[last] = RpmSlot{};
-    std::copy(valid_.begin() + first + 1, valid_.begin() + last + 1, valid_.begin() + first);
-    valid_[last] = 0;
     stale_ = true;
   }
   std::uint64_t age_of(std::uint32_t slot) const override { return age(slot); }
@@ -288,7 +284,6 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
 
   golden::RpmParams p_;
   RtlRpmGeometry g_;
-  std::vector<std::uint8_t> valid_;  // entry_valid_i as presented
   std::vector<RpmSlot> shown_;  // every slot as its ports show it
   bool low_pending_ = false;  // clk_i fell after the last evaluation (waveform mode)
   bool stale_ = true;         // inputs or state changed after the last evaluation
