@@ -6,7 +6,7 @@ Reads the megatron_iters.csv of a run of host/scripts/megatron_moe_measure.py
 slow stretch belongs to a size or to a time) and writes one PNG: per model
 (rows) and mode (columns), the device time of every timed layer call (the
 uninstrumented pass) against the seconds since the run started, coloured by the
-total token count, each pass labelled with its size.
+total token count, each pass labelled with its size (up to 40 passes per panel).
 
 Usage:
   /usr/bin/python3 host/scripts/megatron_iters_plot.py \
@@ -21,6 +21,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+
+MAX_LABELLED_PASSES = 40
 
 
 def main():
@@ -52,7 +55,10 @@ def main():
                 pts = [(float(r["t_s"]), float(r["device_us"]) / 1e3) for r in sel if int(r["tokens"]) == t]
                 if pts:
                     ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=6, color=color[t], label=str(t))
-            for p in sorted({int(r["pass"]) for r in sel}):
+            passes = sorted({int(r["pass"]) for r in sel})
+            # a label per pass; runs of interleaved rounds (hundreds of short
+            # passes) are told apart by colour alone
+            for p in passes if len(passes) <= MAX_LABELLED_PASSES else []:
                 pr = [r for r in sel if int(r["pass"]) == p]
                 x0 = float(pr[0]["t_s"])
                 y = max(float(r["device_us"]) for r in pr) / 1e3

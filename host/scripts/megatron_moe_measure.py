@@ -87,7 +87,19 @@ def parse_args():
                     help="moe_router_load_balancing_type (Megatron-Core's default: aux_loss)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--skip-profile", action="store_true")
-    return ap.parse_args()
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="after the passes, this many interleaved rounds: each visits every (model, size) "
+                         "once, in an order shuffled per round, with --round-warmup and --round-iters calls "
+                         "per mode (layer and instrumented), so that every size samples the host's speed "
+                         "levels in the same proportion")
+    ap.add_argument("--round-warmup", type=int, default=1)
+    ap.add_argument("--round-iters", type=int, default=2)
+    a = ap.parse_args()
+    for name in ("warmup", "iters", "rounds", "round_warmup", "round_iters"):
+        lo = 1 if name in ("iters", "round_iters") else 0
+        if getattr(a, name) < lo:
+            ap.error(f"--{name.replace('_', '-')} {getattr(a, name)}: must be at least {lo}")
+    return a
 
 
 def load_model(stem):
@@ -513,6 +525,101 @@ def nccl_costs(torch, m, T, iters):
     return res
 
 
+def visit(torch, wr, timer, stem, layer, mode, x, g, T, pas, warmup, iters, n_instr, profile, rank0):
+    """One visit of (model, size, mode): the host-speed probe, `iters` timed layer calls
+    after `warmup`, `n_instr` instrumented calls and, if `profile`, the profiled call;
+    rows into the layer, iters, phases, phase_iters and kernels CSVs."""
+    pass_i, repeat = pas[0], pas[1]
+
+    def fn():
+        if mode == "fwd":
+            with torch.no_grad():
+                return run_once(torch, layer, x, g, mode)
+        return run_once(torch, layer, x, g, mode)
+    rec = []
+    # the host-speed probe before the visit's timed calls (rows of kind
+    # probe_launch / probe_python: host_us per launch / for the loop)
+    pl, pp = host_probe(torch)
+    t_probe = f"{time.perf_counter() - T0:.4f}"
+    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_launch", 0, t_probe, "",
+                          f"{pl:.3f}"] + [""] * len(ITER_FIELDS))
+    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_python", 0, t_probe, "",
+                          f"{pp:.1f}"] + [""] * len(ITER_FIELDS))
+    med, lo, hi, hmed = time_layer(torch, fn, warmup, iters, rec)
+    wr["layer"].writerow([stem, "megatron", mode, T, f"{med:.2f}", f"{lo:.2f}", f"{hi:.2f}",
+                          f"{hmed:.2f}"] + pas)
+    for row in rec:
+        wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "layer"] + row)
+    # instrumented calls: median over them of each phase
+    per = {}
+    for it in range(n_instr):
+        torch.cuda.synchronize()
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        p0 = probe(torch)
+        timer.start()
+        h0 = time.perf_counter()
+        e0.record()
+        fn()
+        e1.record()
+        h1 = time.perf_counter()
+        p1 = probe(torch)
+        for name, (dv, hv, calls) in timer.collect().items():
+            per.setdefault(name, []).append((dv, hv, calls))
+            wr["phase_iters"].writerow([stem, mode, T, pass_i, repeat, it, name, f"{dv:.2f}",
+                                        f"{hv:.2f}", calls])
+        wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "instrumented", it,
+                              f"{h0 - T0:.4f}", f"{e0.elapsed_time(e1) * 1e3:.2f}",
+                              f"{(h1 - h0) * 1e6:.2f}"] + probe_diff(p0, p1))
+    for name, vals in per.items():
+        wr["phases"].writerow([stem, mode, T, name,
+                               f"{statistics.median(v[0] for v in vals):.2f}",
+                               f"{statistics.median(v[1] for v in vals):.2f}", vals[0][2]] + pas)
+    if profile:
+        k = profile_kernels(torch, fn)
+        wr["kernels"].writerow([stem, "megatron", mode, T] + [
+            f"{v:.2f}" if isinstance(v, float) else v for v in k.values()] + pas)
+    if rank0:
+        print(f"{stem} megatron {mode} T={T} pass {pass_i}: {med:.1f} us", flush=True)
+
+
+def interleaved_rounds(torch, args, wr, files, timer, layers, tokens, modes, W, rank0, meta):
+    """--rounds R after the passes: R rounds, each visiting every (model, size) once in
+    an order shuffled per round (the same seed on every rank), with --round-warmup and
+    --round-iters calls per mode. The host's speed moves between levels over seconds
+    (runs 3-8); visits spread this way give every size the same share of each level,
+    so a statistic over all of a size's calls (its median) compares across sizes.
+    Each visit is a pass of its own (numbered on from the passes of --tokens); no
+    profile, ideal or NCCL rows (the passes before gave them)."""
+    import random
+    sizes = sorted(set(tokens))
+    inputs = {}
+    for stem, layer in layers.items():
+        m = load_model(stem)
+        for T in sizes:
+            x = torch.randn(T // W, 1, m["hidden_size"], device="cuda", dtype=torch.bfloat16,
+                            requires_grad=True)
+            inputs[(stem, T)] = (x, torch.randn_like(x))
+    visits = sorted(inputs)
+    first = len(tokens)
+    meta["interleaved"] = dict(rounds=args.rounds, first_pass=first, warmup=args.round_warmup,
+                               iters=args.round_iters, visits_per_round=len(visits))
+    seen = {}
+    for r in range(args.rounds):
+        order = list(visits)
+        random.Random(1000 + r).shuffle(order)
+        for j, (stem, T) in enumerate(order):
+            repeat = seen.get((stem, T), tokens.count(T))  # visits of the size so far, passes included
+            seen[(stem, T)] = repeat + 1
+            pas = [first + r * len(visits) + j, repeat, f"{time.perf_counter() - T0:.3f}"]
+            x, g = inputs[(stem, T)]
+            for mode in modes:
+                visit(torch, wr, timer, stem, layers[stem], mode, x, g, T, pas, args.round_warmup,
+                      args.round_iters, args.round_iters, False, rank0)
+        for f in files.values():
+            f.flush()
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -590,6 +697,7 @@ def main():
             json.dump(meta, f, indent=1, sort_keys=True)
 
     timer = PhaseTimer(torch)
+    layers = {}
     for stem in args.models.split(","):
         m = load_model(stem)
         layer = build_layer(torch, m, args)
@@ -607,56 +715,8 @@ def main():
                             requires_grad=True)
             g = torch.randn_like(x)
             for mode in modes:
-                def fn():
-                    if mode == "fwd":
-                        with torch.no_grad():
-                            return run_once(torch, layer, x, g, mode)
-                    return run_once(torch, layer, x, g, mode)
-                rec = []
-                # the host-speed probe before the pass's timed calls (rows of kind
-                # probe_launch / probe_python: host_us per launch / for the loop)
-                pl, pp = host_probe(torch)
-                t_probe = f"{time.perf_counter() - T0:.4f}"
-                wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_launch", 0, t_probe, "",
-                                      f"{pl:.3f}"] + [""] * len(ITER_FIELDS))
-                wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "probe_python", 0, t_probe, "",
-                                      f"{pp:.1f}"] + [""] * len(ITER_FIELDS))
-                med, lo, hi, hmed = time_layer(torch, fn, args.warmup, args.iters, rec)
-                wr["layer"].writerow([stem, "megatron", mode, T, f"{med:.2f}", f"{lo:.2f}", f"{hi:.2f}",
-                                      f"{hmed:.2f}"] + pas)
-                for row in rec:
-                    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "layer"] + row)
-                # instrumented pass: median over iters of each phase
-                per = {}
-                for it in range(max(3, args.iters // 2)):
-                    torch.cuda.synchronize()
-                    e0 = torch.cuda.Event(enable_timing=True)
-                    e1 = torch.cuda.Event(enable_timing=True)
-                    p0 = probe(torch)
-                    timer.start()
-                    h0 = time.perf_counter()
-                    e0.record()
-                    fn()
-                    e1.record()
-                    h1 = time.perf_counter()
-                    p1 = probe(torch)
-                    for name, (dv, hv, calls) in timer.collect().items():
-                        per.setdefault(name, []).append((dv, hv, calls))
-                        wr["phase_iters"].writerow([stem, mode, T, pass_i, repeat, it, name, f"{dv:.2f}",
-                                                    f"{hv:.2f}", calls])
-                    wr["iters"].writerow([stem, "megatron", mode, T, pass_i, repeat, "instrumented", it,
-                                          f"{h0 - T0:.4f}", f"{e0.elapsed_time(e1) * 1e3:.2f}",
-                                          f"{(h1 - h0) * 1e6:.2f}"] + probe_diff(p0, p1))
-                for name, vals in per.items():
-                    wr["phases"].writerow([stem, mode, T, name,
-                                           f"{statistics.median(v[0] for v in vals):.2f}",
-                                           f"{statistics.median(v[1] for v in vals):.2f}", vals[0][2]] + pas)
-                if not args.skip_profile:
-                    k = profile_kernels(torch, fn)
-                    wr["kernels"].writerow([stem, "megatron", mode, T] + [
-                        f"{v:.2f}" if isinstance(v, float) else v for v in k.values()] + pas)
-                if rank0:
-                    print(f"{stem} megatron {mode} T={T}: {med:.1f} us", flush=True)
+                visit(torch, wr, timer, stem, layer, mode, x, g, T, pas, args.warmup, args.iters,
+                      max(3, args.iters // 2), not args.skip_profile, rank0)
             # ideal counterpart (forward only: its backward is the same GEMMs' transposes)
             fn_i = ideal_fn(torch, m, t_local)
             with torch.no_grad():
@@ -686,8 +746,12 @@ def main():
             for f in files.values():
                 f.flush()
             del x, g, fn_i
+        if args.rounds > 0:
+            layers[stem] = layer  # kept for the interleaved rounds
         del layer
         torch.cuda.empty_cache()
+    if args.rounds > 0:
+        interleaved_rounds(torch, args, wr, files, timer, layers, tokens, modes, W, rank0, meta)
     for f in files.values():
         f.close()
     if rank0:
