@@ -93,6 +93,61 @@ def by_pass(prefixes, name, optional=False):
     return d
 
 
+FAST_PROBE_US = 240.0  # the 5,000-step probe beside each call: under this the host ran at its fast level (runs 8, 9)
+
+
+def interleaved(prefixes, stat):
+    """The statistic of the interleaved rounds (megatron_moe_measure.py --rounds): per
+    (model, impl, mode, tokens), one synthetic pass (run, -1) whose layer figure is the
+    median over every timed call of the rounds (stat "median") or over those whose two
+    host-speed probes were both under FAST_PROBE_US ("fast"); its phase rows the median
+    of each phase over the rounds' instrumented calls of the same level; its kernel row
+    that of the size's first pass (the rounds profile nothing). Returns (passes,
+    kernels, phases) shaped as passes() and by_pass() return them."""
+    allp, kern, phases = {}, {}, {}
+    for i, p in enumerate(prefixes):
+        if not os.path.exists(f"{p}_meta.json"):
+            sys.stderr.write(f"error: {p}_meta.json not found (expected the output of megatron_moe_measure.py)\n")
+            sys.exit(2)
+        with open(f"{p}_meta.json") as f:
+            meta = json.load(f)
+        if "interleaved" not in meta:
+            sys.stderr.write(f"error: {p}_meta.json: no 'interleaved' entry; --stat {stat} needs a run "
+                             "made with megatron_moe_measure.py --rounds\n")
+            sys.exit(2)
+        first = int(meta["interleaved"]["first_pass"])
+
+        def keep(r):
+            if int(r["pass"]) < first:
+                return False
+            return stat == "median" or (float(r["probe_before_us"]) < FAST_PROBE_US
+                                        and float(r["probe_after_us"]) < FAST_PROBE_US)
+        calls, instr = {}, set()
+        for r in read(p, "iters"):
+            if r["kind"] not in ("layer", "instrumented") or not keep(r):
+                continue
+            if r["kind"] == "layer":
+                calls.setdefault((r["model"], r["impl"], r["mode"], int(r["tokens"])), []).append(
+                    float(r["device_us"]))
+            else:
+                instr.add((r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]))
+        for key, v in calls.items():
+            allp[key] = [(statistics.median(v), (i, -1))]
+        for r in read(p, "kernels"):
+            if int(r["pass"]) < first and int(r["repeat"]) == 0:
+                kern.setdefault((i, -1, r["model"], r["mode"], int(r["tokens"])), []).append(r)
+        ph = {}
+        for r in read(p, "phase_iters"):
+            if (r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]) in instr:
+                d = ph.setdefault((i, -1, r["model"], r["mode"], int(r["tokens"])), {})
+                d.setdefault(r["phase"], []).append((float(r["device_us"]), float(r["host_us"])))
+        for k, d in ph.items():
+            phases[k] = [{"phase": name, "device_us": statistics.median(x[0] for x in v),
+                          "host_us": statistics.median(x[1] for x in v), "calls": len(v)}
+                         for name, v in d.items()]
+    return allp, kern, phases
+
+
 def gemm_time_us(m, n, k, max_eff):
     eff = max_eff * n / (n + N_HALF) * k / (k + K_HALF)
     return 2.0 * m * n * k / (PEAK_TFLOPS * 1e12 * eff) * 1e6
@@ -103,12 +158,23 @@ def main():
     ap.add_argument("prefixes", nargs="+", help="CSV prefix of each run (…_runN)")
     ap.add_argument("--fit", default="128,512,2048,8192,32768")
     ap.add_argument("--json", help="write the fitted figures here")
+    ap.add_argument("--stat", choices=("fastest-pass", "median", "fast"), default="fastest-pass",
+                    help="a size's reference figure: its fastest pass (runs 1-8), or, from the "
+                         "interleaved rounds of a run made with --rounds, the median of all its "
+                         "calls or of its calls at the host's fast level")
     a = ap.parse_args()
-    fit = {int(t) for t in a.fit.split(",")}
-    allp = passes(a.prefixes)
-    ref = {k: v[0] for k, v in allp.items()}  # fastest pass
-    kern = by_pass(a.prefixes, "kernels")
-    phases = by_pass(a.prefixes, "phases", optional=True)
+    try:
+        fit = {int(t) for t in a.fit.split(",")}
+    except ValueError:
+        sys.stderr.write(f"error: --fit {a.fit}: expected a comma list of token counts\n")
+        sys.exit(2)
+    if a.stat == "fastest-pass":
+        allp = passes(a.prefixes)
+        kern = by_pass(a.prefixes, "kernels")
+        phases = by_pass(a.prefixes, "phases", optional=True)
+    else:
+        allp, kern, phases = interleaved(a.prefixes, a.stat)
+    ref = {k: v[0] for k, v in allp.items()}  # fastest pass, or the one synthetic pass
     nccl = by_pass(a.prefixes, "nccl")
 
     def with_phases(key):
@@ -192,8 +258,11 @@ def main():
 
     out = {
         "fit_sizes": sorted(fit),
+        "statistic": a.stat,
         "host_bound_points": [f"{m} {mo} {t}" for m, mo, t, _, _ in hostbound],
-        "reference_passes": {f"{m} {mo} {t}": f"run {ps[0] + 1} pass {ps[1]}: {lay:.0f} us"
+        "reference_passes": {f"{m} {mo} {t}": (f"run {ps[0] + 1} pass {ps[1]}" if ps[1] >= 0 else
+                                                f"{os.path.basename(a.prefixes[ps[0]])} rounds, {a.stat}")
+                             + f": {lay:.0f} us"
                              for m, mo, t, ps, lay in hostbound},
         "kernel_launch_us": round(L, 1),
         "stream_sync_us": round(sync, 1),
