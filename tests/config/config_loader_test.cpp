@@ -215,7 +215,9 @@ TEST(ShippedConfigs, EverySystemLoadsWithPlausibleValues) {
     EXPECT_GE(s.nvlink.credits_flits * s.nvlink.flit_bytes, round_trip_bytes);
     EXPECT_EQ(s.nvswitch.num_switches, 4);
     EXPECT_GT(s.host.kernel_launch_us, 0);
-    EXPECT_LT(s.host.kernel_launch_us, 50);
+    // a bare CUDA launch is a few us; with PyTorch eager on the measured host,
+    // 26-77 us per operation across the Megatron-Core runs (docs/results/megatron-h200.md)
+    EXPECT_LT(s.host.kernel_launch_us, 100);
     EXPECT_GT(s.host.stream_sync_us, 0);
     EXPECT_LT(s.host.stream_sync_us, 100);
     EXPECT_EQ(s.sim.granularity, "packet");
