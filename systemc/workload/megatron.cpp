@@ -38,24 +38,38 @@ void append_phase(std::vector<Op>& ops, const std::string& phase, const std::str
 }
 
 
-/// Per-expert fc1 GEMM, activation (plus its share of the phase's other kernels), fc2 GEMM.
+/// The experts phase of SequentialMLP: per expert its fc1 GEMM, activation,
+/// the profile's further per-expert kernels (elementwise passes over the
+/// expert's [rows][F] intermediate) and its fc2 GEMM; then the phase's fixed
+/// kernels (the line's intercept: the concatenation of the experts' outputs,
+/// which moves the received rows once, and small kernels), which do not scale
+/// with an expert's rows.
 void append_sequential_experts(std::vector<Op>& ops, const ModelConfig& m, const std::vector<std::int64_t>& rows,
-                               int kernels) {
+                               const PhaseKernels& k, double small_bytes) {
   const double b = m.dtype_bytes;
   const double F = m.expert_ffn_size;
   const auto n = static_cast<int>(rows.size());
+  const int total = k.count(n, 3 * n);
+  // the per-expert kernels, spread evenly (each expert at least its three)
+  const int of_experts = std::min(total, std::max(3 * n, static_cast<int>(std::lround(k.per_local_expert * n))));
+  const int fixed = total - of_experts;
+  double received = 0;
+  for (const auto r : rows) received += static_cast<double>(r);
   for (int e = 0; e < n; ++e) {
     const auto r = rows[static_cast<std::size_t>(e)];
     const double rd = static_cast<double>(r);
     const std::string id = std::to_string(e);
-    // this expert's kernels: the even split of `kernels`, at least its three
-    const int mine = std::max(3, kernels * (e + 1) / n - kernels * e / n);
     ops.push_back(gemm_op("expert" + id + "_fc1", "expert_compute", {{r, 2LL * m.expert_ffn_size, m.hidden_size}}));
     ops.push_back(memory_op("expert" + id + "_swiglu", "expert_compute", rd * 3 * F * b));
+    const int mine = of_experts * (e + 1) / n - of_experts * e / n;
     for (int i = 3; i < mine; ++i) {
       ops.push_back(memory_op("expert" + id + "_k" + std::to_string(i), "expert_compute", rd * F * b));
     }
     ops.push_back(gemm_op("expert" + id + "_fc2", "expert_compute", {{r, m.hidden_size, m.expert_ffn_size}}));
+  }
+  for (int i = 0; i < fixed; ++i) {
+    ops.push_back(memory_op("experts_k" + std::to_string(i), "expert_compute",
+                            i == 0 ? received * m.hidden_size * b * 2 : small_bytes));
   }
 }
 
@@ -155,7 +169,7 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
     }
     append_phase(ops, "dispatch", "sort_chunks", fk.sort.count(LE, 1),
                  received * H * b * 2, small);
-    append_sequential_experts(ops, m, local_rows[g], fk.experts.count(LE, 3 * LE));
+    append_sequential_experts(ops, m, local_rows[g], fk.experts, small);
     append_phase(ops, "combine", "unsort_chunks", fk.unsort.count(LE, 1),
                  received * H * b * 2, small);
     if (comm) {
