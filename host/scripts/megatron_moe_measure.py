@@ -30,6 +30,11 @@ forward+backward:
 Sizes may repeat in --tokens (e.g. 128,256,512,256,128): each entry is one
 pass, run in the order given, so that a cost bound to a size (slow at every
 visit) and one bound to a time (slow in some passes, at whatever size) separate.
+With --rounds R the passes are followed by R interleaved rounds: each visits every
+(model, size) once, in an order shuffled per round, for a few calls per mode, so
+that every size's calls spread over the whole run and sample the host's speed
+levels alike (run 9 of docs/results/megatron-h200.md; fit_megatron.py --stat median
+reads them).
 Every row carries its pass (position in --tokens), its repeat (which visit of
 that size, from 0) and t_start_s (seconds since the start of the run). Per
 iteration, megatron_iters.csv holds each timed call of the layer pass and of the
@@ -52,7 +57,7 @@ RowParallelLinear per expert, looped on the host); the output names the class.
 
 Usage (one rank):
   python3 host/scripts/megatron_moe_measure.py --megatron PATH/TO/Megatron-LM \
-      --models mixtral-8x7b,qwen1.5-moe-a2.7b --out OUTDIR
+      --models mixtral-8x7b,qwen1.5-moe-a2.7b [--warmup 3 --iters 10 --rounds 30] --out OUTDIR
 Writes OUTDIR/megatron_layer.csv, megatron_phases.csv, megatron_kernels.csv,
 megatron_nccl.csv, megatron_iters.csv, megatron_phase_iters.csv and
 megatron_meta.json (rank 0); with several ranks (torchrun), each
