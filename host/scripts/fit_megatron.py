@@ -97,14 +97,15 @@ FAST_PROBE_US = 240.0  # the 5,000-step probe beside each call: under this the h
 
 
 def interleaved(prefixes, stat):
-    """The statistic of the interleaved rounds (megatron_moe_measure.py --rounds): per
-    (model, impl, mode, tokens), one synthetic pass (run, -1) whose layer figure is the
-    median over every timed call of the rounds (stat "median") or over those whose two
-    host-speed probes were both under FAST_PROBE_US ("fast"); its phase rows the median
-    of each phase over the rounds' instrumented calls of the same level; its kernel row
-    that of the size's first pass (the rounds profile nothing). Returns (passes,
-    kernels, phases) shaped as passes() and by_pass() return them."""
-    allp, kern, phases = {}, {}, {}
+    """The statistic of the interleaved rounds (megatron_moe_measure.py --rounds), pooled
+    over the runs given: per (model, impl, mode, tokens), one synthetic pass (0, -1) whose
+    layer figure is the median over every timed call of every run's rounds (stat
+    "median") or over those whose two host-speed probes were both under FAST_PROBE_US
+    ("fast"); its phase rows the median of each phase over the rounds' instrumented calls
+    of the same level; its kernel row that of the size's first pass in the first run (the
+    rounds profile nothing; the counts agree between runs). Returns (passes, kernels,
+    phases) shaped as passes() and by_pass() return them."""
+    calls, instr_phases, kern = {}, {}, {}
     for i, p in enumerate(prefixes):
         if not os.path.exists(f"{p}_meta.json"):
             sys.stderr.write(f"error: {p}_meta.json not found (expected the output of megatron_moe_measure.py)\n")
@@ -122,7 +123,7 @@ def interleaved(prefixes, stat):
                 return False
             return stat == "median" or (float(r["probe_before_us"]) < FAST_PROBE_US
                                         and float(r["probe_after_us"]) < FAST_PROBE_US)
-        calls, instr = {}, set()
+        instr = set()
         for r in read(p, "iters"):
             if r["kind"] not in ("layer", "instrumented") or not keep(r):
                 continue
@@ -131,20 +132,19 @@ def interleaved(prefixes, stat):
                     float(r["device_us"]))
             else:
                 instr.add((r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]))
-        for key, v in calls.items():
-            allp[key] = [(statistics.median(v), (i, -1))]
         for r in read(p, "kernels"):
-            if int(r["pass"]) < first and int(r["repeat"]) == 0:
-                kern.setdefault((i, -1, r["model"], r["mode"], int(r["tokens"])), []).append(r)
-        ph = {}
+            k = (0, -1, r["model"], r["mode"], int(r["tokens"]))
+            if int(r["pass"]) < first and int(r["repeat"]) == 0 and (i == 0 or k not in kern):
+                kern.setdefault(k, []).append(r)
         for r in read(p, "phase_iters"):
             if (r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]) in instr:
-                d = ph.setdefault((i, -1, r["model"], r["mode"], int(r["tokens"])), {})
+                d = instr_phases.setdefault((0, -1, r["model"], r["mode"], int(r["tokens"])), {})
                 d.setdefault(r["phase"], []).append((float(r["device_us"]), float(r["host_us"])))
-        for k, d in ph.items():
-            phases[k] = [{"phase": name, "device_us": statistics.median(x[0] for x in v),
-                          "host_us": statistics.median(x[1] for x in v), "calls": len(v)}
-                         for name, v in d.items()]
+    allp = {key: [(statistics.median(v), (0, -1))] for key, v in calls.items()}
+    phases = {k: [{"phase": name, "device_us": statistics.median(x[0] for x in v),
+                   "host_us": statistics.median(x[1] for x in v), "calls": len(v)}
+                  for name, v in d.items()]
+              for k, d in instr_phases.items()}
     return allp, kern, phases
 
 
@@ -261,7 +261,7 @@ def main():
         "statistic": a.stat,
         "host_bound_points": [f"{m} {mo} {t}" for m, mo, t, _, _ in hostbound],
         "reference_passes": {f"{m} {mo} {t}": (f"run {ps[0] + 1} pass {ps[1]}" if ps[1] >= 0 else
-                                                f"{os.path.basename(a.prefixes[ps[0]])} rounds, {a.stat}")
+                                                f"{'+'.join(os.path.basename(p) for p in a.prefixes)} rounds, {a.stat}")
                              + f": {lay:.0f} us"
                              for m, mo, t, ps, lay in hostbound},
         "kernel_launch_us": round(L, 1),

@@ -41,8 +41,8 @@ struct PhaseKernels {
 
 /// Kernels Megatron-Core's MoE layer (all-to-all token dispatcher, experts as
 /// SequentialMLP) launches per phase. Our measurement on one H200 with PyTorch
-/// eager, fitted by host/scripts/fit_megatron.py --stat median to run 9
-/// (docs/results/data/megatron_h200_2026-12-02_run9_fit.json, docs/results/megatron-h200.md):
+/// eager, fitted by host/scripts/fit_megatron.py --stat median to runs 9 and 10
+/// (docs/results/data/megatron_h200_2026-12-02_run9-10_fit.json, docs/results/megatron-h200.md):
 /// each figure is the phase's host time at host-bound sizes in units of the
 /// fitted per-launch cost (host.kernel_launch_us), so it counts host work in
 /// launches; a line through the two measured models (8 and 60 local experts).
@@ -61,12 +61,12 @@ struct MegatronForwardKernels {
 
 struct MegatronProfile {
   /// `megatron`: the forward without gradients.
-  MegatronForwardKernels forward{{11.69, 0.025}, {11.3, 0.058}, {1.92, 0.002}, {2.45, 0.075}, {8.47, 5.558},
-                                 {1.9, 0.037}, {1.15, 0.005}, {2.46, 0.017}, {14.06, 0}};
+  MegatronForwardKernels forward{{11.73, 0.02}, {11.08, 0.059}, {1.95, 0.001}, {2.5, 0.072}, {6.57, 5.7},
+                                 {1.92, 0.036}, {1.13, 0.005}, {2.47, 0.015}, {13.82, 0}};
   /// `megatron-train`: the forward with autograd recording (more host work per op).
-  MegatronForwardKernels train_forward{{23.07, 0.019}, {12.48, 0.054}, {1.89, 0.003}, {2.72, 0.115}, {6.67, 6.403},
-                                       {1.93, 0.053}, {1.19, 0.005}, {2.83, 0.016}, {18.19, 0}};
-  PhaseKernels backward{34.84, 8.973};  ///< `megatron-train`: the whole backward pass
+  MegatronForwardKernels train_forward{{22.95, 0.029}, {12.51, 0.059}, {1.91, 0.004}, {2.84, 0.116}, {5.74, 6.583},
+                                       {1.99, 0.054}, {1.18, 0.006}, {2.8, 0.02}, {18.42, 0}};
+  PhaseKernels backward{33.65, 9.844};  ///< `megatron-train`: the whole backward pass
   /// Megatron-Core with one expert-parallel rank: its all-to-alls and count
   /// exchange are bypassed (world size 1); only their host calls remain.
   bool single_rank = false;

@@ -33,10 +33,17 @@ def load(name):
 
 def main():
     run9 = os.path.join(DATA, "megatron_h200_2026-12-02_run9")
-    for stat, name in (("median", "megatron_h200_2026-12-02_run9_fit.json"),
-                       ("fast", "megatron_h200_2026-12-02_run9_fit_fast.json")):
-        got = fit_json(run9, "--stat", stat)
+    run10 = os.path.join(DATA, "megatron_h200_2026-12-02_run10")
+    for runs, stat, name in (([run9], "median", "megatron_h200_2026-12-02_run9_fit.json"),
+                             ([run9], "fast", "megatron_h200_2026-12-02_run9_fit_fast.json"),
+                             ([run9, run10], "median", "megatron_h200_2026-12-02_run9-10_fit.json"),
+                             ([run9, run10], "fast", "megatron_h200_2026-12-02_run9-10_fit_fast.json")):
+        got = fit_json(*runs, "--stat", stat)
         assert got == load(name), f"--stat {stat} no longer gives {name}"
+    # pooling is not the last run's figures: the pooled launch cost lies between the runs'
+    one = [fit_json(r, "--stat", "median")["kernel_launch_us"] for r in (run9, run10)]
+    both = load("megatron_h200_2026-12-02_run9-10_fit.json")["kernel_launch_us"]
+    assert min(one) <= both <= max(one) and both != one[1], (one, both)
     # the statistic matters: the fast level prices a launch well below the median
     assert load("megatron_h200_2026-12-02_run9_fit_fast.json")["kernel_launch_us"] < \
         0.8 * load("megatron_h200_2026-12-02_run9_fit.json")["kernel_launch_us"]
