@@ -132,10 +132,10 @@ def interleaved(prefixes, stat):
                     float(r["device_us"]))
             else:
                 instr.add((r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]))
-        for r in read(p, "kernels"):
-            k = (0, -1, r["model"], r["mode"], int(r["tokens"]))
-            if int(r["pass"]) < first and int(r["repeat"]) == 0 and (i == 0 or k not in kern):
-                kern.setdefault(k, []).append(r)
+        if i == 0:
+            for r in read(p, "kernels"):
+                if int(r["pass"]) < first and int(r["repeat"]) == 0:
+                    kern.setdefault((0, -1, r["model"], r["mode"], int(r["tokens"])), []).append(r)
         for r in read(p, "phase_iters"):
             if (r["model"], r["mode"], int(r["tokens"]), r["pass"], r["iter"]) in instr:
                 d = instr_phases.setdefault((0, -1, r["model"], r["mode"], int(r["tokens"])), {})
