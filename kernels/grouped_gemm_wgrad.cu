@@ -29,7 +29,7 @@ constexpr int kABytes = 2 * kBoxBytes;      // A tile: 128 output rows = 2 boxes
 constexpr int kBBytes = 4 * kBoxBytes;      // B tile: 256 output columns = 4 boxes
 constexpr int kSlabCols = 32;               // fp32 epilogue slab: 32 columns
 constexpr int kStagingRow = kSlabCols * 4 + 16;  // padded staged row (thread stores): no bank conflicts
-constexpr int kSlabBytes = 64 * kSlabCols * 4;    // one fp32 slab for the tensor store: 8 KiB, 128-byte rows
+constexpr int kSlabBytes = 64 * kSlabCols * 4;    // one slab for the tensor store (32 fp32 or 64 bf16 columns): 8 KiB, 128-byte rows
 constexpr int kStagingBytes = 2 * kSlabBytes;     // per consumer warpgroup: two slabs (>= 64 * kStagingRow)
 static_assert(kStagingBytes >= 64 * kStagingRow, "the thread-store staging must fit the slab buffers");
 constexpr int kSmemBytes = kStages * (kABytes + kBBytes) + 2 * kStagingBytes + 2 * kStages * 8 + 1024;
@@ -45,7 +45,7 @@ struct Params {
   int tiles_total;
   int m, n;
   int c_fp32;
-  int tma_store;  // fp32 C, beta 0 or 1: the epilogue stores (or adds) slabs with the tensor copy engine
+  int tma_store;  // fp32 C with beta 0 or 1, bf16 C with beta 0: the epilogue stores (or adds) slabs with the tensor copy engine
   int snake;      // tile order over the blocks: block b takes position b of even rounds, G - 1 - b of odd ones
   float beta;
   void* c;
@@ -100,6 +100,90 @@ __device__ __forceinline__ void store_c4(const Params& p, long long c_group, int
     asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst), "r"(*reinterpret_cast<const std::uint32_t*>(&lo)),
                  "r"(*reinterpret_cast<const std::uint32_t*>(&hi))
                  : "memory");
+  }
+}
+
+// Waits until the slab buffer about to be written is free (its previous slab, two stores
+// ago, has been read out) and lines the warpgroup up behind that.
+__device__ __forceinline__ void slab_begin(int tid, int bar) {
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+}
+
+// Hands the slab in `buf` (written by the whole warpgroup) to the tensor copy engine: a store
+// to C at (col, row, group), or with beta = 1 an add into it.
+__device__ __forceinline__ void slab_issue(const Params& p, const CUtensorMap* map_c, std::uint32_t buf, int tid,
+                                           int bar, int col, int row, int group) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+  if (tid != 0) return;
+  if (p.beta != 0.f)
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                     reinterpret_cast<std::uint64_t>(map_c)),
+                 "r"(col), "r"(row), "r"(group), "r"(buf)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                     reinterpret_cast<std::uint64_t>(map_c)),
+                 "r"(col), "r"(row), "r"(group), "r"(buf)
+                 : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// The tensor-copy epilogue of 64 rows x kCols columns of a consumer warpgroup's
+// accumulators: n8 block j of row fr (of fr + 8) in d[kD + 4j], d[kD + 4j + 1] (d[kD + 4j +
+// 2], d[kD + 4j + 3]), where fr = 16 * warp + lane / 4. The values go through slabs of 64
+// rows x 128 bytes in this warpgroup's staging buffer (two slab buffers: the warps write
+// slab s while slab s - 1 is still being read out, and go on to the next tile's MMAs while
+// the last ones drain) and leave through the tensor copy engine to C's columns col0.., rows
+// row0.. of group `group` (the engine clips rows past m and columns past n). A slab holds 32
+// fp32 or 64 bf16 columns (bf16 rounded to nearest even, as the thread-store epilogue
+// rounds); the buffers use the 128-byte swizzle of the tensor map, 16-byte piece c of row r
+// at piece c ^ (r % 8), which leaves no bank conflicts. `bar`: this warpgroup's named barrier.
+template <int kCols, int kD>
+__device__ __forceinline__ void tma_epilogue(const float (&d)[128], const Params& p, const CUtensorMap* map_c,
+                                             std::uint32_t stage_buf, int tid, int lane, int fr, int bar, int col0,
+                                             int row0, int group) {
+  static_assert(kD + kCols / 2 <= 128, "the columns' accumulators lie in d");
+  if (p.c_fp32) {
+#pragma unroll
+    for (int slab = 0; slab < kCols / 32; ++slab) {
+      const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+      slab_begin(tid, bar);
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = slab * 4 + jj;
+        const int piece = jj * 2 + (lane % 4) / 2;
+        const std::uint32_t within = static_cast<std::uint32_t>((lane % 2) * 8);
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = fr + 8 * hr;
+          const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((piece ^ (r % 8)) * 16)) + within;
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(d[kD + 4 * j + 2 * hr]),
+                       "f"(d[kD + 4 * j + 2 * hr + 1]));
+        }
+      }
+      slab_issue(p, map_c, buf, tid, bar, col0 + slab * 32, row0, group);
+    }
+  } else {
+#pragma unroll
+    for (int slab = 0; slab < kCols / 64; ++slab) {
+      const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+      slab_begin(tid, bar);
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int j = slab * 8 + jj;
+        const std::uint32_t within = static_cast<std::uint32_t>((lane % 4) * 4);
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = fr + 8 * hr;
+          const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((jj ^ (r % 8)) * 16)) + within;
+          const __nv_bfloat162 v = __floats2bfloat162_rn(d[kD + 4 * j + 2 * hr], d[kD + 4 * j + 2 * hr + 1]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const std::uint32_t*>(&v)));
+        }
+      }
+      slab_issue(p, map_c, buf, tid, bar, col0 + slab * 64, row0, group);
+    }
   }
 }
 #endif  // MOEHUB_GG_DEVICE
@@ -229,48 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
     const int fr = warp * 16 + lane / 4;
     if (p.tma_store) {
-      // fp32 slabs of 64 rows x 32 columns leave through the tensor copy engine (a store,
-      // or with beta = 1 an add into C), two slab buffers per warpgroup: the warps write
-      // slab s while slab s - 1 is still being read out, and go on to the next tile's MMAs
-      // while the last ones drain. The buffers use the 128-byte swizzle of the tensor map:
-      // 16-byte piece c of row r sits at piece c ^ (r % 8) (no bank conflicts).
-#pragma unroll
-      for (int slab = 0; slab < kBN / kSlabCols; ++slab) {
-        const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
-        // the buffer's previous slab (two stores ago) must have been read
-        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-#pragma unroll
-        for (int jj = 0; jj < kSlabCols / 8; ++jj) {
-          const int j = slab * (kSlabCols / 8) + jj;
-          const int piece = jj * 2 + (lane % 4) / 2;
-          const std::uint32_t within = static_cast<std::uint32_t>((lane % 2) * 8);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = fr + 8 * h;
-            const std::uint32_t addr =
-                buf + static_cast<std::uint32_t>(r * 128 + ((piece ^ (r % 8)) * 16)) + within;
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(d[4 * j + 2 * h]), "f"(d[4 * j + 2 * h + 1]));
-          }
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-        if (tid == 0) {
-          const int c0 = n0 + slab * kSlabCols, c1 = m0 + cw * 64, c2 = p.group[slot];
-          if (p.beta != 0.f)
-            asm volatile(
-                "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                    reinterpret_cast<std::uint64_t>(&map_c)),
-                "r"(c0), "r"(c1), "r"(c2), "r"(buf)
-                : "memory");
-          else
-            asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                             reinterpret_cast<std::uint64_t>(&map_c)),
-                         "r"(c0), "r"(c1), "r"(c2), "r"(buf)
-                         : "memory");
-          asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-        }
-      }
+      tma_epilogue<kBN, 0>(d, p, &map_c, stage_buf, tid, lane, fr, 1 + cw, n0, m0 + cw * 64, p.group[slot]);
       continue;
     }
     const long long c_group = static_cast<long long>(p.group[slot]) * p.m * p.n;
@@ -454,42 +497,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int h = 0; h < kWM / 64; ++h) {
       const int dh = h * (kWN / 2);
       if (p.tma_store) {
-#pragma unroll
-        for (int slab = 0; slab < kWN / kSlabCols; ++slab) {
-          const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
-          if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-#pragma unroll
-          for (int jj = 0; jj < kSlabCols / 8; ++jj) {
-            const int j = slab * (kSlabCols / 8) + jj;
-            const int piece = jj * 2 + (lane % 4) / 2;
-            const std::uint32_t within = static_cast<std::uint32_t>((lane % 2) * 8);
-#pragma unroll
-            for (int hr = 0; hr < 2; ++hr) {
-              const int r = fr + 8 * hr;
-              const std::uint32_t addr =
-                  buf + static_cast<std::uint32_t>(r * 128 + ((piece ^ (r % 8)) * 16)) + within;
-              asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(d[dh + 4 * j + 2 * hr]),
-                           "f"(d[dh + 4 * j + 2 * hr + 1]));
-            }
-          }
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-          if (tid == 0) {
-            const int c0 = n0 + slab * kSlabCols, c1 = m0 + h * 64, c2 = p.group[slot];
-            if (p.beta != 0.f)
-              asm volatile(
-                  "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                      reinterpret_cast<std::uint64_t>(&map_c)),
-                  "r"(c0), "r"(c1), "r"(c2), "r"(buf)
-                  : "memory");
-            else
-              asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                               reinterpret_cast<std::uint64_t>(&map_c)),
-                           "r"(c0), "r"(c1), "r"(c2), "r"(buf)
-                           : "memory");
-            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-          }
+        if (h == 0) {
+          tma_epilogue<kWN, 0>(d, p, &map_c, stage_buf, tid, lane, fr, 1 + cw, n0, m0, p.group[slot]);
+        } else if constexpr (kWM / 64 > 1) {
+          tma_epilogue<kWN, kWN / 2>(d, p, &map_c, stage_buf, tid, lane, fr, 1 + cw, n0, m0 + 64, p.group[slot]);
         }
         continue;
       }
@@ -553,6 +564,17 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
 // schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
 // 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
 // 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
+// Whether bf16 C with beta 0 leaves through the tensor copy engine (tma_epilogue) or
+// through the thread stores: MOEHUB_WGRAD_BF16_EPILOGUE=tma or threads when set (read at
+// every call, for comparisons); else the tensor copy engine. bf16 C with beta 1 always takes
+// the thread stores, which add C in fp32 and round once (the engine's add would round the
+// accumulators to bf16 first, then the sum).
+bool wgrad_bf16_tma(const GroupedGemmWgradArgs& a) {
+  if (a.c_fp32 || a.beta != 0.f) return false;
+  const char* env = std::getenv("MOEHUB_WGRAD_BF16_EPILOGUE");
+  return !(env && std::string(env) == "threads");
+}
+
 bool wgrad_snake_order(Schedule sched) {
   const char* env = std::getenv("MOEHUB_WGRAD_ORDER");
   const std::string forced = env ? env : "";
@@ -652,17 +674,19 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
       return cudaErrorInvalidValue;
   }
   CUtensorMap map_c{};
-  p.tma_store = a.c_fp32 && (a.beta == 0.f || a.beta == 1.f) ? 1 : 0;
+  p.tma_store = (a.c_fp32 && (a.beta == 0.f || a.beta == 1.f)) || wgrad_bf16_tma(a) ? 1 : 0;
   p.snake = wgrad_snake_order(sched) ? 1 : 0;
   if (p.tma_store) {
-    // C: groups of [m][n] fp32; box 32 (n) x 64 (m) x 1, 128-byte swizzle; the engine clips
-    // rows past m and columns past n
+    // C: groups of [m][n] fp32 or bf16; box of one slab, 32 fp32 or 64 bf16 (n) x 64 (m) x 1
+    // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n
+    const cuuint64_t esize = a.c_fp32 ? 4 : 2;
     const cuuint64_t dim[3] = {static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.m),
                                static_cast<cuuint64_t>(groups)};
-    const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * 4, static_cast<cuuint64_t>(a.m * a.n) * 4};
-    const cuuint32_t box_c[3] = {kSlabCols, 64, 1};
+    const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * esize, static_cast<cuuint64_t>(a.m * a.n) * esize};
+    const cuuint32_t box_c[3] = {static_cast<cuuint32_t>(128 / esize), 64, 1};
     const cuuint32_t estride_c[3] = {1, 1, 1};
-    if (encode(&map_c, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, a.c, dim, stride, box_c, estride_c,
+    if (encode(&map_c, a.c_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, a.c, dim,
+               stride, box_c, estride_c,
                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;

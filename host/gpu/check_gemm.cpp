@@ -2,9 +2,9 @@
 // the layer's dWgu_e = X_e^T dGU_e and dWd_e = A_e^T dY_e) through GemmRunner with the
 // command's --gemm implementation, against a float64 reference on the host, on uneven
 // groups (empty ones, one row, a row either side of the 64-row K block, a few hundred
-// rows), in the three forms the layer uses: fp32 C with beta 0 (C poisoned with NaN
+// rows), in the three forms the layer uses, fp32 C with beta 0 (C poisoned with NaN
 // first: every element must be written), fp32 C with beta 1 and bf16 C with beta 1 (C
-// starts random). A guard band after the last group's C must stay untouched. With --gemm
+// starts random), and bf16 C with beta 0 (poisoned; the form torch._grouped_mm computes). A guard band after the last group's C must stay untouched. With --gemm
 // auto (the default) the cases run the wgmma kernel, which auto leaves to cuBLAS on calls
 // this small.
 #include <algorithm>
@@ -49,7 +49,8 @@ int check_wgrad_gemms(GemmImpl impl_arg, std::uint64_t seed, int hidden, int ffn
   for (auto k : rows) total += k;
   const auto G = static_cast<std::int64_t>(rows.size());
   const std::int64_t guard = 64;  // C elements after the last group
-  const WgradForm forms[] = {{"fp32/beta0", true, 0.f}, {"fp32/beta1", true, 1.f}, {"bf16/beta1", false, 1.f}};
+  const WgradForm forms[] = {
+      {"fp32/beta0", true, 0.f}, {"fp32/beta1", true, 1.f}, {"bf16/beta0", false, 0.f}, {"bf16/beta1", false, 1.f}};
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{hidden, 2LL * ffn}, {ffn, hidden}};  // (m, n): dWgu, dWd
   cudaStream_t s;
   MOEHUB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -92,7 +93,10 @@ int check_wgrad_gemms(GemmImpl impl_arg, std::uint64_t seed, int hidden, int ffn
           c_start16[i] = c0_b[i];
         }
         if (f.beta == 0.f)
-          for (std::size_t i = 0; i < static_cast<std::size_t>(G * m * n); ++i) c_start[i] = 0xFFFFFFFFu;
+          for (std::size_t i = 0; i < static_cast<std::size_t>(G * m * n); ++i) {
+            c_start[i] = 0xFFFFFFFFu;
+            c_start16[i] = 0xFFFFu;  // NaN in bf16 too
+          }
         if (f.c_fp32)
           upload(static_cast<std::uint32_t*>(dc), c_start, s);
         else

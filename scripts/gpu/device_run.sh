@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# check-wgmma, gemm-test, gemm, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -58,6 +58,14 @@ for s in "$@"; do
       export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_ORDER=stride
       stage check_wgmma_pingpong_stride 200 "$BIN" check --gemm wgmma
       unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
+    gemm-wgrad-bf16)  # bf16 C: the tensor-store epilogue (default) beside the thread stores, one process per routing; the thread stores against cuBLAS
+      V=out=bf16:bf16_epilogue=threads
+      stage torch_wgrad_bf16 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V
+      stage torch_wgrad_bf16_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V
+      export MOEHUB_WGRAD_BF16_EPILOGUE=threads
+      stage gemm_test_bf16_threads 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
+      stage check_wgmma_bf16_threads 200 "$BIN" check --gemm wgmma
+      unset MOEHUB_WGRAD_BF16_EPILOGUE ;;
     racecheck-wgrad)  # racecheck on the layer, every GEMM on our kernels
       stage racecheck_wgmma 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --gemm wgmma --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 ;;
     gemm-wgrad-variants)  # the weight-gradient kernel's knobs side by side in the torch process

@@ -169,18 +169,33 @@ def torch_loop_call(a, b, rows, out):
     return run
 
 
-WGRAD_KNOBS = ("schedule", "order")
+WGRAD_KNOBS = ("schedule", "order", "bf16_epilogue")
+
+
+def wgrad_variant_out(variant):
+    """The output type of a variant: its out=fp32|bf16 field (default fp32)."""
+    for field in variant.split(":"):
+        name, _, value = field.partition("=")
+        if name == "out":
+            if value not in ("fp32", "bf16"):
+                raise SystemExit(f"--wgrad-variants: '{field}': out must be fp32 or bf16")
+            return value
+    return "fp32"
 
 
 def with_wgrad_variant(variant, fn):
     """fn with knobs of the weight-gradient kernel forced for its calls: variant is
     NAME=VALUE[:NAME=VALUE...] with NAME one of WGRAD_KNOBS (the kernel reads
-    MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the values)."""
+    MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the values), or out=fp32|bf16,
+    the type of C (wgrad_variant_out)."""
     env = {}
     for field in variant.split(":"):
         name, sep, value = field.partition("=")
+        if name == "out" and sep:
+            continue
         if not sep or name not in WGRAD_KNOBS:
-            raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of {', '.join(WGRAD_KNOBS)}")
+            raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of "
+                             f"{', '.join(WGRAD_KNOBS + ('out',))}")
         env["MOEHUB_WGRAD_" + name.upper()] = value
 
     def run():
@@ -195,7 +210,8 @@ def with_wgrad_variant(variant, fn):
 
 def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
     """Weight-gradient GEMMs of one model, all cases in the same rounds. variants: more
-    cases of moehub's kernel into fp32 with forced knobs (with_wgrad_variant);
+    cases of moehub's kernel with forced knobs (with_wgrad_variant), into fp32 unless a
+    variant says out=bf16;
     parts: also time moehub's kernel (fp32) and the dense torch.mm on `parts` runs of
     consecutive experts alone (skewed routing: the long experts first)."""
     total = sum(rows)
@@ -234,10 +250,12 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
             cases += more_cases
             var_labels, var_cases = [], []
             for v in variants:
-                c_gu = torch.empty(E, H, 2 * F, device=dev, dtype=torch.float32)
-                c_dn = torch.empty(E, F, H, device=dev, dtype=torch.float32)
-                outs["fp32 " + v] = (c_gu, c_dn)
-                var_labels.append(f"moehub fp32 {v}")
+                vt = wgrad_variant_out(v)
+                vdt = torch.float32 if vt == "fp32" else torch.bfloat16
+                c_gu = torch.empty(E, H, 2 * F, device=dev, dtype=vdt)
+                c_dn = torch.empty(E, F, H, device=dev, dtype=vdt)
+                outs["variant " + v] = (c_gu, c_dn)
+                var_labels.append(f"moehub {vt} {v}")
                 var_cases += [with_wgrad_variant(v, moehub_wgrad_call(lib, x, dgu, c_gu, rows)),
                               with_wgrad_variant(v, moehub_wgrad_call(lib, act, dy, c_dn, rows))]
             labels += var_labels
@@ -285,9 +303,10 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
               f"moehub fp32 vs float64, gate+up experts {lo_e} ({rows[lo_e]} rows) / {hi_e} ({rows[hi_e]} rows): "
               f"{f64[0]:.2e} / {f64[1]:.2e}")
         for v in variants:
-            gu, dn = outs["fp32 " + v]
-            print(f"{name:18s} wgrad moehub fp32 {v} vs the default fp32 output, max |diff| / max |ref|: gate+up "
-                  f"{rel_diff(gu, outs['fp32'][0]):.2e}, down {rel_diff(dn, outs['fp32'][1]):.2e}")
+            gu, dn = outs["variant " + v]
+            vt = wgrad_variant_out(v)
+            print(f"{name:18s} wgrad moehub {v} vs the default {vt} output, max |diff| / max |ref|: gate+up "
+                  f"{rel_diff(gu, outs[vt][0]):.2e}, down {rel_diff(dn, outs[vt][1]):.2e}")
     try:
         t = round_robin_us(cases)
     except RuntimeError as e:
@@ -315,7 +334,8 @@ def main():
     p.add_argument("--wgrad-variants", default="",
                    help="comma-separated variants of the weight-gradient kernel to time beside the default, each "
                         "NAME=VALUE[:NAME=VALUE...] with NAME one of " + ", ".join(WGRAD_KNOBS) +
-                        " (e.g. schedule=pingpong:order=stride)")
+                        " or out (fp32, the default, or bf16: the type of C), e.g. schedule=pingpong:order=stride "
+                        "or out=bf16:bf16_epilogue=threads")
     p.add_argument("--wgrad-parts", type=int, default=0,
                    help="also time the weight gradients of this many runs of consecutive experts alone")
     args = p.parse_args()

@@ -308,8 +308,9 @@ TEST(GpuGemm, WgmmaMatchesCublas) {
 // The weight-gradient wgmma kernel (C_g = A_g^T B_g + beta C_g) against cuBLAS (one
 // cublasGemmEx per group) on groups of 0, 1, 63..65, 129 and 300 rows (K blocks that end
 // inside a group and run into the next), m and n that are not multiples of the 128 x 256
-// tile, fp32 C with beta 0 (poisoned first) and 1, bf16 C with beta 1. C elements after
-// the last group (a guard band) must stay untouched.
+// tile, fp32 C with beta 0 (poisoned first) and 1, bf16 C with beta 0 (poisoned first; the
+// tensor-store epilogue) and 1 (the thread stores). C elements after the last group (a
+// guard band) must stay untouched.
 TEST(GpuGemm, WgradWgmmaMatchesCublas) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GEMM checks run only on a GPU machine";
   int dev = 0, major = 0, minor = 0;
@@ -327,7 +328,7 @@ TEST(GpuGemm, WgradWgmmaMatchesCublas) {
     const std::int64_t guard = 256, G = static_cast<std::int64_t>(rows.size());
     std::uint32_t seed = 31;
     struct Form { bool fp32; float beta; };
-    for (const Form form : {Form{true, 0.f}, Form{true, 1.f}, Form{false, 1.f}}) {
+    for (const Form form : {Form{true, 0.f}, Form{true, 1.f}, Form{false, 0.f}, Form{false, 1.f}}) {
       for (const auto& mn : std::vector<std::pair<std::int64_t, std::int64_t>>{{8, 64}, {200, 72}, {128, 256}, {136, 520}, {768, 512}}) {
         const std::int64_t m = mn.first, n = mn.second;
         const std::size_t esize = form.fp32 ? 4 : 2, c_elems = static_cast<std::size_t>(G * m * n + guard);
