@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns the GEMM timings of a scripts/gpu/device_run.sh log (stages gemm, gemm-skewed,
-gemm-wgrad, gemm-wgrad-variants: moehub-gpu bench-gemm and scripts/gpu/torch_grouped_mm.py) into one CSV row per
+gemm-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16: moehub-gpu bench-gemm and scripts/gpu/torch_grouped_mm.py) into one CSV row per
 (program, routing, model, case, GEMM): TFLOP/s and microseconds as printed, nothing
 recomputed.
 
@@ -19,6 +19,10 @@ STAGES = {
     "torch_wgrad_skewed": ("torch_grouped_mm.py", "skewed"),
     "torch_wgrad_variants": ("torch_grouped_mm.py", "balanced"),
     "torch_wgrad_variants_skewed": ("torch_grouped_mm.py", "skewed"),
+    "torch_wgrad_bf16": ("torch_grouped_mm.py", "balanced"),
+    "torch_wgrad_bf16_skewed": ("torch_grouped_mm.py", "skewed"),
+    "torch_wgrad_bf16_schedules_balanced": ("torch_grouped_mm.py", "balanced"),
+    "torch_wgrad_bf16_schedules_skewed": ("torch_grouped_mm.py", "skewed"),
 }
 LINE = re.compile(r"^(\S+)\s+(.+?)\s+gate\+up\s+([\d.]+) us\s+([\d.]+) TFLOP/s \| down\s+([\d.]+) us\s+([\d.]+) TFLOP/s")
 
