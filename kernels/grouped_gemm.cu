@@ -5,7 +5,9 @@
 #include <cuda_bf16.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "grouped_gemm_common.cuh"
@@ -21,7 +23,9 @@ constexpr int kABytes = kBM * kBK * 2;          // 16 KiB per stage
 constexpr int kBBytes = kBN * kBK * 2;          // 32 KiB per stage
 constexpr int kChunkBytes = kBK * 64 * 2;       // one 64-column chunk of a [k][n] B tile
 constexpr int kStagingRow = 64 * 2 + 16;         // one staged row of a 64-column slab, padded: no bank conflicts
-constexpr int kStagingBytes = 64 * kStagingRow;   // per consumer warpgroup
+constexpr int kSlabBytes = 64 * 128;              // one 64 x 64 bf16 slab for the tensor store, 128-byte rows
+constexpr int kStagingBytes = 2 * kSlabBytes;     // per consumer warpgroup: two slabs, or one padded staged slab
+static_assert(kStagingBytes >= 64 * kStagingRow, "the thread-store staging must fit the slab buffers");
 constexpr int kSmemBytes = kStages * (kABytes + kBBytes) + 2 * kStagingBytes + 2 * kStages * 8 + 1024;  // + barriers, alignment
 
 struct Params {
@@ -29,6 +33,7 @@ struct Params {
   int tiles_total;
   int k_blocks;
   int n;
+  int tma_store;  // whole 64-row halves of a tile leave through the tensor copy engine
   __nv_bfloat16* c;
   int tile_start[kGroupedGemmMaxGroups + 1];  // first tile of each group; [groups] = tiles_total
   int row_start[kGroupedGemmMaxGroups + 1];   // first row of each group; [groups] = rows in all
@@ -63,7 +68,7 @@ __device__ __forceinline__ int group_of(const Params& p, int t) {
 template <bool kBnk>
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                        const __grid_constant__ Params p) {
+                        const __grid_constant__ CUtensorMap map_c, const __grid_constant__ Params p) {
 #ifdef MOEHUB_GG_DEVICE
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -167,13 +172,55 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_acc(d);
     if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
 
-    // epilogue, in four 64-column slabs: the fragments go to this warpgroup's staging
-    // buffer (row (r, cols c, c+1) of n8 block j sits in d[4j..4j+3]), then each thread
-    // stores 16-byte pieces of whole rows, so that every row of the slab leaves as one
-    // 128-byte run (rows past the group and columns past n are masked)
     const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
     const int tid = static_cast<int>(threadIdx.x) % 128;
     const int fr = warp * 16 + lane / 4;  // fragment row in the warpgroup's 64 rows
+    if (p.tma_store && m0 + cw * 64 + 64 <= rows_g) {
+      // this warpgroup's 64 rows all belong to the group: four 64 x 64 slabs leave through
+      // the tensor copy engine from two 128-byte-swizzled buffers (16-byte piece c of row r
+      // at c ^ (r % 8), no bank conflicts), so the warps write slab s while slab s - 1 is
+      // still being read out and go on to the next tile's MMAs while the last ones drain.
+      // (A half that runs past the group's last row takes the thread stores below: the
+      // engine clips only at the end of C, and the rows after the group are the next one's.)
+#pragma unroll
+      for (int slab = 0; slab < kBN / 64; ++slab) {
+        const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
+        // the buffer's previous slab (two stores ago) must have been read
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+          const int j = slab * 8 + jj;
+          const std::uint32_t within = static_cast<std::uint32_t>((lane % 4) * 4);
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr) {
+            const int r = fr + 8 * hr;
+            const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((jj ^ (r % 8)) * 16)) + within;
+            const __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * hr], d[4 * j + 2 * hr + 1]);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const std::uint32_t*>(&v)));
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+        if (tid == 0) {
+          asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                           reinterpret_cast<std::uint64_t>(&map_c)),
+                       "r"(n0 + slab * 64), "r"(p.row_start[g] + m0 + cw * 64), "r"(buf)
+                       : "memory");
+          asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        }
+      }
+      continue;
+    }
+    // epilogue, in four 64-column slabs: the fragments go to this warpgroup's staging
+    // buffer (row (r, cols c, c+1) of n8 block j sits in d[4j..4j+3]), then each thread
+    // stores 16-byte pieces of whole rows, so that every row of the slab leaves as one
+    // 128-byte run (rows past the group and columns past n are masked). Tensor stores of
+    // an earlier tile may still be reading the buffer: they finish first.
+    if (p.tma_store) {
+      if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+    }
 #pragma unroll
     for (int slab = 0; slab < kBN / 64; ++slab) {
 #pragma unroll
@@ -206,7 +253,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
     }
   }
+  // the tensor stores must be complete before the block (and its shared memory) ends
+  if (p.tma_store && (threadIdx.x % 128) == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif  // MOEHUB_GG_DEVICE
+}
+
+// Whether whole 64-row halves of C tiles leave through the tensor copy engine:
+// MOEHUB_GEMM_EPILOGUE=tma or threads when set (read at every call, for comparisons,
+// scripts/gpu/torch_grouped_mm.py); else the tensor copy engine.
+bool forward_tma_epilogue() {
+  const char* env = std::getenv("MOEHUB_GEMM_EPILOGUE");
+  return !(env && std::string(env) == "threads");
 }
 
 }  // namespace
@@ -261,7 +318,7 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
 
   auto encode = encode_fn();
   const auto n = static_cast<cuuint64_t>(a.n), k = static_cast<cuuint64_t>(a.k);
-  CUtensorMap map_a{}, map_b{};
+  CUtensorMap map_a{}, map_b{}, map_c{};
   {
     // A: [rows][k]; box 64 (k) x 128 (rows); rows past the end read as zeros
     const cuuint64_t dim[2] = {k, static_cast<cuuint64_t>(rows)};
@@ -286,6 +343,19 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
+  p.tma_store = forward_tma_epilogue() ? 1 : 0;
+  if (p.tma_store) {
+    // C: [rows][n] bf16; box 64 (n) x 64 (rows), 128-byte swizzle; the engine clips columns
+    // past n (a tile's rows past its group take the thread stores)
+    const cuuint64_t dim[2] = {n, static_cast<cuuint64_t>(rows)};
+    const cuuint64_t stride[1] = {n * 2};
+    const cuuint32_t box[2] = {64, 64};
+    const cuuint32_t estride[2] = {1, 1};
+    if (encode(&map_c, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a.c, dim, stride, box, estride,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
   const int grid = tiles < dev.sms ? tiles : dev.sms;
   if (!dev.smem_set) {
     for (const cudaError_t e :
@@ -295,9 +365,9 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
     dev.smem_set = true;
   }
   if (a.b_nk)
-    grouped_gemm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+    grouped_gemm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
   else
-    grouped_gemm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+    grouped_gemm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
   return cudaGetLastError();
 }
 

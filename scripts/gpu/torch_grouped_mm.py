@@ -183,6 +183,18 @@ def wgrad_variant_out(variant):
     return "fp32"
 
 
+def with_env(env, fn):
+    """fn with the environment variables of env set for its calls."""
+    def run():
+        os.environ.update(env)
+        try:
+            fn()
+        finally:
+            for key in env:
+                os.environ.pop(key, None)
+    return run
+
+
 def with_wgrad_variant(variant, fn):
     """fn with knobs of the weight-gradient kernel forced for its calls: variant is
     NAME=VALUE[:NAME=VALUE...] with NAME one of WGRAD_KNOBS (the kernel reads
@@ -393,6 +405,15 @@ def main():
                           moehub_call(lib, x, w_gu_kn, y_gu2, 2 * F, H, False, rows),
                           moehub_call(lib, a, w_dn_kn, y_dn2, H, F, False, rows)]
                 labels += ["moehub wgmma B[n][k]", "moehub wgmma B[k][n]"]
+                # the layer's layout again with the thread-store epilogue (the kernel reads
+                # MOEHUB_GEMM_EPILOGUE at every call), side by side with the default
+                y_gu3 = torch.empty_like(y_gu)
+                y_dn3 = torch.empty_like(y_dn)
+                cases += [with_env({"MOEHUB_GEMM_EPILOGUE": "threads"},
+                                   moehub_call(lib, x, w_gu_kn, y_gu3, 2 * F, H, False, rows)),
+                          with_env({"MOEHUB_GEMM_EPILOGUE": "threads"},
+                                   moehub_call(lib, a, w_dn_kn, y_dn3, H, F, False, rows))]
+                labels += ["moehub B[k][n] threads"]
                 # the kernel against torch._grouped_mm on the same inputs
                 cases[4]()
                 cases[5]()
@@ -405,7 +426,11 @@ def main():
                                             out_dtype=torch.bfloat16)
                 cases[6]()
                 cases[7]()
+                cases[8]()
+                cases[9]()
                 torch.cuda.synchronize()
+                print(f"{name:18s} moehub B[k][n], thread-store epilogue vs the default, max |diff| / max |ref|: "
+                      f"gate+up {rel_diff(y_gu3, y_gu2):.2e}, down {rel_diff(y_dn3, y_dn2):.2e}")
                 print(f"{name:18s} moehub vs torch._grouped_mm outputs, max |diff| / max |ref|: gate+up "
                       f"{rel_diff(y_gu, ref_gu):.2e} / {rel_diff(y_gu2, ref_gu2):.2e}, down "
                       f"{rel_diff(y_dn, ref_dn):.2e} / {rel_diff(y_dn2, ref_dn2):.2e} (B [n][k] / [k][n])")
