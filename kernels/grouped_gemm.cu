@@ -185,23 +185,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int slab = 0; slab < kBN / 64; ++slab) {
         const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
-        // the buffer's previous slab (two stores ago) must have been read
-        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-          const int j = slab * 8 + jj;
-          const std::uint32_t within = static_cast<std::uint32_t>((lane % 4) * 4);
-#pragma unroll
-          for (int hr = 0; hr < 2; ++hr) {
-            const int r = fr + 8 * hr;
-            const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((jj ^ (r % 8)) * 16)) + within;
-            const __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * hr], d[4 * j + 2 * hr + 1]);
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const std::uint32_t*>(&v)));
-          }
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+        slab_wait_free(tid, 1 + cw);
+        write_bf16_slab<0>(d, slab, buf, lane, fr);
+        slab_ready(1 + cw);
         if (tid == 0) {
           asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
                            reinterpret_cast<std::uint64_t>(&map_c)),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cuda_bf16.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
@@ -53,6 +54,40 @@ __device__ __forceinline__ void tma_3d(std::uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
+}
+// The epilogue's tensor-store slabs (both kernels): 64 rows x 128 bytes in one of a
+// consumer warpgroup's two slab buffers, in the 128-byte swizzle of the tensor map (16-byte
+// piece c of row r at piece c ^ (r % 8), which leaves no bank conflicts).
+// Waits until the buffer about to be written is free (its slab of two stores ago, issued
+// by thread tid 0, has been read out) and lines the warpgroup (named barrier bar) up.
+__device__ __forceinline__ void slab_wait_free(int tid, int bar) {
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+}
+// Makes the warpgroup's writes to a slab visible to the tensor copy engine before thread 0
+// issues its store.
+__device__ __forceinline__ void slab_ready(int bar) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+}
+// Writes 64 columns of a warpgroup's 64 rows of accumulators as bf16 (rounded to nearest
+// even) into slab buffer buf: n8 blocks 8 slab .. 8 slab + 7, block j of row fr (fr + 8) in
+// d[kD + 4j], d[kD + 4j + 1] (d[kD + 4j + 2], d[kD + 4j + 3]), fr = 16 warp + lane / 4.
+template <int kD>
+__device__ __forceinline__ void write_bf16_slab(const float (&d)[128], int slab, std::uint32_t buf, int lane,
+                                                int fr) {
+#pragma unroll
+  for (int jj = 0; jj < 8; ++jj) {
+    const int j = slab * 8 + jj;
+    const std::uint32_t within = static_cast<std::uint32_t>((lane % 4) * 4);
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = fr + 8 * hr;
+      const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((jj ^ (r % 8)) * 16)) + within;
+      const __nv_bfloat162 v = __floats2bfloat162_rn(d[kD + 4 * j + 2 * hr], d[kD + 4 * j + 2 * hr + 1]);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const std::uint32_t*>(&v)));
+    }
+  }
 }
 // wgmma shared-memory matrix descriptor, 128-byte swizzle.
 __device__ __forceinline__ std::uint64_t make_desc(std::uint32_t addr, std::uint32_t lbo, std::uint32_t sbo) {

@@ -103,19 +103,11 @@ __device__ __forceinline__ void store_c4(const Params& p, long long c_group, int
   }
 }
 
-// Waits until the slab buffer about to be written is free (its previous slab, two stores
-// ago, has been read out) and lines the warpgroup up behind that.
-__device__ __forceinline__ void slab_begin(int tid, int bar) {
-  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
-}
-
 // Hands the slab in `buf` (written by the whole warpgroup) to the tensor copy engine: a store
 // to C at (col, row, group), or with beta = 1 an add into it.
 __device__ __forceinline__ void slab_issue(const Params& p, const CUtensorMap* map_c, std::uint32_t buf, int tid,
                                            int bar, int col, int row, int group) {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+  slab_ready(bar);
   if (tid != 0) return;
   if (p.beta != 0.f)
     asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
@@ -149,7 +141,7 @@ __device__ __forceinline__ void tma_epilogue(const float (&d)[128], const Params
 #pragma unroll
     for (int slab = 0; slab < kCols / 32; ++slab) {
       const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
-      slab_begin(tid, bar);
+      slab_wait_free(tid, bar);
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) {
         const int j = slab * 4 + jj;
@@ -169,19 +161,8 @@ __device__ __forceinline__ void tma_epilogue(const float (&d)[128], const Params
 #pragma unroll
     for (int slab = 0; slab < kCols / 64; ++slab) {
       const std::uint32_t buf = stage_buf + static_cast<std::uint32_t>(slab % 2) * kSlabBytes;
-      slab_begin(tid, bar);
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj) {
-        const int j = slab * 8 + jj;
-        const std::uint32_t within = static_cast<std::uint32_t>((lane % 4) * 4);
-#pragma unroll
-        for (int hr = 0; hr < 2; ++hr) {
-          const int r = fr + 8 * hr;
-          const std::uint32_t addr = buf + static_cast<std::uint32_t>(r * 128 + ((jj ^ (r % 8)) * 16)) + within;
-          const __nv_bfloat162 v = __floats2bfloat162_rn(d[kD + 4 * j + 2 * hr], d[kD + 4 * j + 2 * hr + 1]);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const std::uint32_t*>(&v)));
-        }
-      }
+      slab_wait_free(tid, bar);
+      write_bf16_slab<kD>(d, slab, buf, lane, fr);
       slab_issue(p, map_c, buf, tid, bar, col0 + slab * 64, row0, group);
     }
   }

@@ -209,15 +209,7 @@ def with_wgrad_variant(variant, fn):
             raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of "
                              f"{', '.join(WGRAD_KNOBS + ('out',))}")
         env["MOEHUB_WGRAD_" + name.upper()] = value
-
-    def run():
-        os.environ.update(env)
-        try:
-            fn()
-        finally:
-            for key in env:
-                os.environ.pop(key, None)
-    return run
+    return with_env(env, fn)
 
 
 def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
