@@ -14,8 +14,10 @@
 // (TMA, 128-byte swizzle) fills a 4-stage shared-memory ring guarded by mbarriers; one
 // producer warp issues the copies, two consumer warpgroups each run wgmma m64n256k16
 // on half of the tile's rows; the epilogue converts each consumer's fp32 accumulators to
-// bf16 in 64-column slabs staged through padded shared memory and stores whole
-// 128-byte row runs with 16-byte stores (rows past m_g and columns past n are masked). The grid is persistent (one block per
+// bf16 in 64-column slabs, which leave through the tensor copy engine when all of the
+// consumer's 64 rows belong to the group, and otherwise are staged through padded shared
+// memory and stored as whole 128-byte row runs with 16-byte stores (rows past m_g and
+// columns past n are masked). The grid is persistent (one block per
 // multiprocessor) and walks a flat list of all groups' tiles, so the small per-expert
 // GEMMs of fine-grained MoE models fill the GPU together rather than one at a time.
 #pragma once
@@ -66,9 +68,11 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& args, cudaStream_t stream);
 // transposed by the instruction). A K block that runs past its group's last row (the next
 // group's rows, or zeros past the end) has those rows zeroed in shared memory before the
 // MMAs. The persistent grid walks the tiles of the groups sorted by k_g, largest first, so
-// that uneven experts balance over the multiprocessors. The epilogue stages fp32
-// accumulators in 32-column slabs and stores whole 128-byte row runs (fp32) or 64-byte
-// runs (bf16), adding beta * C (read in the same pieces) in fp32 before the one rounding.
+// that uneven experts balance over the multiprocessors. The epilogue sends fp32 C with
+// beta 0 or 1, and bf16 C with beta 0, through the tensor copy engine in slabs of 64 rows x
+// 128 bytes (a store, or with beta 1 an add); other C is staged in 32-column fp32 slabs and
+// stored by the threads as whole 128-byte (fp32) or 64-byte (bf16) row runs, adding beta * C
+// (read in the same pieces) in fp32 before the one rounding.
 // Calls whose groups average fewer than 2,048 rows run a ping-pong schedule instead: each
 // consumer warpgroup computes its own 128 x 128 tiles (6-stage ring), the two taking turns
 // so that one's epilogue overlaps the other's MMAs, and the blocks take each round's tiles
