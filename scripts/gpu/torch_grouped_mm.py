@@ -172,17 +172,6 @@ def torch_loop_call(a, b, rows, out):
 WGRAD_KNOBS = ("schedule", "order", "bf16_epilogue")
 
 
-def wgrad_variant_out(variant):
-    """The output type of a variant: its out=fp32|bf16 field (default fp32)."""
-    for field in variant.split(":"):
-        name, _, value = field.partition("=")
-        if name == "out":
-            if value not in ("fp32", "bf16"):
-                raise SystemExit(f"--wgrad-variants: '{field}': out must be fp32 or bf16")
-            return value
-    return "fp32"
-
-
 def with_env(env, fn):
     """fn with the environment variables of env set for its calls."""
     def run():
@@ -195,26 +184,28 @@ def with_env(env, fn):
     return run
 
 
-def with_wgrad_variant(variant, fn):
-    """fn with knobs of the weight-gradient kernel forced for its calls: variant is
-    NAME=VALUE[:NAME=VALUE...] with NAME one of WGRAD_KNOBS (the kernel reads
-    MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the values), or out=fp32|bf16,
-    the type of C (wgrad_variant_out)."""
-    env = {}
+def parse_wgrad_variant(variant):
+    """A variant of the weight-gradient kernel, NAME=VALUE[:NAME=VALUE...] with NAME one of
+    WGRAD_KNOBS (the kernel reads MOEHUB_WGRAD_<NAME> at every call; docs/gpu.md lists the
+    values) or out=fp32|bf16 (the type of C, fp32 by default): (type of C, environment)."""
+    out, env = "fp32", {}
     for field in variant.split(":"):
         name, sep, value = field.partition("=")
-        if name == "out" and sep:
-            continue
-        if not sep or name not in WGRAD_KNOBS:
+        if sep and name == "out":
+            if value not in ("fp32", "bf16"):
+                raise SystemExit(f"--wgrad-variants: '{field}': out must be fp32 or bf16")
+            out = value
+        elif sep and name in WGRAD_KNOBS:
+            env["MOEHUB_WGRAD_" + name.upper()] = value
+        else:
             raise SystemExit(f"--wgrad-variants: '{field}' is not NAME=VALUE with NAME one of "
                              f"{', '.join(WGRAD_KNOBS + ('out',))}")
-        env["MOEHUB_WGRAD_" + name.upper()] = value
-    return with_env(env, fn)
+    return out, env
 
 
 def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
     """Weight-gradient GEMMs of one model, all cases in the same rounds. variants: more
-    cases of moehub's kernel with forced knobs (with_wgrad_variant), into fp32 unless a
+    cases of moehub's kernel with forced knobs (parse_wgrad_variant), into fp32 unless a
     variant says out=bf16;
     parts: also time moehub's kernel (fp32) and the dense torch.mm on `parts` runs of
     consecutive experts alone (skewed routing: the long experts first)."""
@@ -254,14 +245,14 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
             cases += more_cases
             var_labels, var_cases = [], []
             for v in variants:
-                vt = wgrad_variant_out(v)
+                vt, venv = parse_wgrad_variant(v)
                 vdt = torch.float32 if vt == "fp32" else torch.bfloat16
                 c_gu = torch.empty(E, H, 2 * F, device=dev, dtype=vdt)
                 c_dn = torch.empty(E, F, H, device=dev, dtype=vdt)
-                outs["variant " + v] = (c_gu, c_dn)
+                outs["variant " + v] = (c_gu, c_dn, vt)
                 var_labels.append(f"moehub {vt} {v}")
-                var_cases += [with_wgrad_variant(v, moehub_wgrad_call(lib, x, dgu, c_gu, rows)),
-                              with_wgrad_variant(v, moehub_wgrad_call(lib, act, dy, c_dn, rows))]
+                var_cases += [with_env(venv, moehub_wgrad_call(lib, x, dgu, c_gu, rows)),
+                              with_env(venv, moehub_wgrad_call(lib, act, dy, c_dn, rows))]
             labels += var_labels
             cases += var_cases
             part_labels, part_cases = [], []
@@ -307,8 +298,7 @@ def bench_wgrad(name, H, F, E, rows, moehub, dev, variants=(), parts=0):
               f"moehub fp32 vs float64, gate+up experts {lo_e} ({rows[lo_e]} rows) / {hi_e} ({rows[hi_e]} rows): "
               f"{f64[0]:.2e} / {f64[1]:.2e}")
         for v in variants:
-            gu, dn = outs["variant " + v]
-            vt = wgrad_variant_out(v)
+            gu, dn, vt = outs["variant " + v]
             print(f"{name:18s} wgrad moehub {v} vs the default {vt} output, max |diff| / max |ref|: gate+up "
                   f"{rel_diff(gu, outs[vt][0]):.2e}, down {rel_diff(dn, outs[vt][1]):.2e}")
     try:
