@@ -5,7 +5,6 @@
 #include <cuda_bf16.h>
 
 #include <climits>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -248,8 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // MOEHUB_GEMM_EPILOGUE=tma or threads when set (read at every call, for comparisons,
 // scripts/gpu/torch_grouped_mm.py); else the tensor copy engine.
 bool forward_tma_epilogue() {
-  const char* env = std::getenv("MOEHUB_GEMM_EPILOGUE");
-  return !(env && std::string(env) == "threads");
+  return env_knob("MOEHUB_GEMM_EPILOGUE") != "threads";
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace moehub::kernels::gg {
@@ -219,6 +221,13 @@ inline DeviceInfo& device_info() {
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// The value of a kernel switch read from the environment at every call (so that one process
+// can time the variants side by side), empty when unset.
+inline std::string env_knob(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
 
 
 }  // namespace moehub::kernels::gg

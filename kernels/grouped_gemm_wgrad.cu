@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 #include <cstdint>
 #include <numeric>
@@ -527,8 +526,7 @@ constexpr long long kPingpongMaxMeanRows = 2048;
 // so that one process can time the schedules side by side (scripts/gpu/torch_grouped_mm.py
 // --wgrad-variants).
 Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
-  const char* env = std::getenv("MOEHUB_WGRAD_SCHEDULE");
-  const std::string forced = env ? env : "";
+  const std::string forced = env_knob("MOEHUB_WGRAD_SCHEDULE");
   if (forced == "cooperative") return Schedule::kCooperative;
   if (forced == "pingpong") return Schedule::kPingpong128x128;
   if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
@@ -540,11 +538,6 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
   return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
 }
 
-// Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
-// stride when set (read at every call, for comparisons); else snake for the ping-pong
-// schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
-// 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
-// 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
 // Whether bf16 C with beta 0 leaves through the tensor copy engine (tma_epilogue) or
 // through the thread stores: MOEHUB_WGRAD_BF16_EPILOGUE=tma or threads when set (read at
 // every call, for comparisons); else the tensor copy engine. bf16 C with beta 1 always takes
@@ -552,13 +545,16 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
 // accumulators to bf16 first, then the sum).
 bool wgrad_bf16_tma(const GroupedGemmWgradArgs& a) {
   if (a.c_fp32 || a.beta != 0.f) return false;
-  const char* env = std::getenv("MOEHUB_WGRAD_BF16_EPILOGUE");
-  return !(env && std::string(env) == "threads");
+  return env_knob("MOEHUB_WGRAD_BF16_EPILOGUE") != "threads";
 }
 
+// Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
+// stride when set (read at every call, for comparisons); else snake for the ping-pong
+// schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
+// 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
+// 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
 bool wgrad_snake_order(Schedule sched) {
-  const char* env = std::getenv("MOEHUB_WGRAD_ORDER");
-  const std::string forced = env ? env : "";
+  const std::string forced = env_knob("MOEHUB_WGRAD_ORDER");
   if (forced == "snake") return true;
   if (forced == "stride") return false;
   return sched != Schedule::kCooperative;

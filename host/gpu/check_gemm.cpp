@@ -4,7 +4,8 @@
 // groups (empty ones, one row, a row either side of the 64-row K block, a few hundred
 // rows), in the three forms the layer uses, fp32 C with beta 0 (C poisoned with NaN
 // first: every element must be written), fp32 C with beta 1 and bf16 C with beta 1 (C
-// starts random), and bf16 C with beta 0 (poisoned; the form torch._grouped_mm computes). A guard band after the last group's C must stay untouched. With --gemm
+// starts random), and in bf16 C with beta 0 (poisoned; the form torch._grouped_mm
+// computes). A guard band after the last group's C must stay untouched. With --gemm
 // auto (the default) the cases run the wgmma kernel, which auto leaves to cuBLAS on calls
 // this small.
 #include <algorithm>
