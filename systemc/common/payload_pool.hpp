@@ -2,8 +2,10 @@
 // manager (tlm_mm_interface) of the transactions a hub creates.
 //
 // A transaction lives from the moment its hub sends it until its last holder
-// releases it (a write: when the consumer's memory has it; a response: when
-// the producer has counted it). acquire()/release() as TLM-2.0 prescribes; a
+// releases it. A remote write's payload becomes its write response once the
+// consumer's memory has it (the consumer's hub turns it round), so it returns
+// to the producer's pool when the producer has counted the response; a local
+// write's when its memory has it. acquire()/release() as TLM-2.0 prescribes; a
 // payload whose reference count drops to zero returns to the pool it came
 // from, so that nothing is allocated per packet in the steady state.
 #pragma once
@@ -20,19 +22,20 @@
 
 namespace moehub {
 
-/// A generic payload that keeps a direct pointer to its MoePacketExt (also
-/// registered as its extension), so that blocks reach the MoE fields without
-/// the extension lookup on every hop. Every transaction of the platform is
-/// one of these (PayloadPool makes them).
-class MoePayload : public tlm::tlm_generic_payload {
+/// A generic payload that holds its MoePacketExt as a member (also registered
+/// as its extension), so that blocks reach the MoE fields without the
+/// extension lookup on every hop. Every transaction of the platform is
+/// one of these (PayloadPool makes them), on whole cache lines (5).
+class alignas(64) MoePayload : public tlm::tlm_generic_payload {
  public:
-  explicit MoePayload(tlm::tlm_mm_interface* mm = nullptr) : tlm::tlm_generic_payload(mm), ext(&fields_) {
-    set_extension(&fields_);
-  }
+  explicit MoePayload(tlm::tlm_mm_interface* mm = nullptr) : tlm::tlm_generic_payload(mm) { set_extension(&fields_); }
   ~MoePayload() override { clear_extension(&fields_); }  // a member, not the payload's to delete
   MoePayload(const MoePayload&) = delete;
   MoePayload& operator=(const MoePayload&) = delete;
-  MoePacketExt* const ext;  ///< = &fields_, kept next to the payload's own fields
+  /// The MoE fields: a member at a fixed offset, so that reaching them loads
+  /// nothing (a pointer member would cost a dependent load from a cold payload
+  /// before the fields' own lines could be fetched).
+  MoePacketExt* ext() { return &fields_; }
 
  private:
   MoePacketExt fields_;
@@ -48,7 +51,7 @@ inline void prefetch_payload(const tlm::tlm_generic_payload* gp) {
 
 /// The MoE fields of a platform transaction.
 inline MoePacketExt& moe_ext(tlm::tlm_generic_payload& gp) {
-  MoePacketExt* e = static_cast<MoePayload&>(gp).ext;
+  MoePacketExt* e = static_cast<MoePayload&>(gp).ext();
   assert(e == gp.get_extension<MoePacketExt>() && "not a MoePayload");
   return *e;
 }
@@ -73,7 +76,13 @@ class PayloadPool : public tlm::tlm_mm_interface {
     } else {
       gp = free_.back();
       free_.pop_back();
-      *gp->ext = MoePacketExt{};
+      // the next allocation takes the next free payload: ask for its lines now,
+      // for writing (it is usually cold: freed when its packet's trip ended)
+      if (!free_.empty()) {
+        const char* next = reinterpret_cast<const char*>(free_.back());
+        for (std::size_t off = 0; off < sizeof(MoePayload); off += 64) __builtin_prefetch(next + off, 1);
+      }
+      *gp->ext() = MoePacketExt{};
     }
     gp->set_address(0);
     gp->set_data_ptr(nullptr);

@@ -221,6 +221,9 @@ void Hub::send_response(std::int32_t plane, Tick start, Tick now) {
   auto& q = responses_q_[static_cast<std::size_t>(plane)];
   const Response r = q.front();
   q.pop_front();
+  // the responses of a plane leave in turn, each after a wait behind the
+  // others: fetch the next ones' payloads while this one goes
+  if (!q.empty()) prefetch_payload(q[std::min<std::size_t>(2, q.size() - 1)].gp);
   auto* ext = &moe_ext(*r.gp);
   ext->plane = plane;
   ext->ready = r.ready;
@@ -461,21 +464,25 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
     gp.release();
     return tlm::TLM_ACCEPTED;
   }
-  tlm::tlm_generic_payload* rgp = pool_.allocate();
-  auto* r = &moe_ext(*rgp);
+  // the write's payload becomes its response: nobody else holds it (the fabric
+  // releases nothing before here), it is in the cache now, and it goes back to
+  // the producer's pool that made it once the producer has counted it. The
+  // fields a response's trip reads (ready, sent, link_start, arrival) are all
+  // written on the way before they are read, as in a fresh payload.
+  if (gp.get_ref_count() != 1) throw std::logic_error(std::string(name()) + ": a completed write is still held elsewhere");
+  auto* r = w;
   r->kind = PacketKind::kResponse;
-  r->src_gpu = gpu_;
   r->dst_gpu = w->src_gpu;
-  r->plane = w->plane;
-  r->transfer = w->transfer;
-  r->store = w->store;
+  r->src_gpu = gpu_;
   r->store.bytes = 0;
-  r->packets = w->packets;
   r->flits = ack_flits_ * w->packets;
   r->written = done;
-  rgp->set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
-  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, r->flits, rgp});
-  gp.release();
+  gp.set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
+  gp.set_address(0);
+  gp.set_data_length(0);
+  gp.set_streaming_width(0);
+  gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  responses_q_[static_cast<std::size_t>(r->plane)].push_back(Response{done, r->flits, &gp});
   wake(done);
   return tlm::TLM_ACCEPTED;
 }

@@ -99,7 +99,7 @@ class Driver : public TlmBlock {
     if (at_) sc_core::wait(to_sc(at_));
     for (int i = 0; i < count_; ++i) {
       MoePayload* gp = pool.allocate();
-      MoePacketExt& ext = *gp->ext;
+      MoePacketExt& ext = *gp->ext();
       ext.flits = flits_;
       ext.src_gpu = src_;
       ext.plane = plane;
