@@ -29,18 +29,13 @@ constexpr int kSmemBytes = kStages * (kABytes + kBBytes) + 2 * kStagingBytes + 2
 
 struct Params {
   int groups;
-  int tiles_total;  // work units: tiles, or with two-block clusters tile pairs (below)
+  int tiles_total;
   int k_blocks;
   int n;
   int tma_store;  // whole 64-row halves of a tile leave through the tensor copy engine
-  int lone_total;  // two-block clusters: tiles without a partner in their group and column
   __nv_bfloat16* c;
-  // first tile of each group; [groups] = tiles_total. With two-block clusters: the
-  // group's first pair of vertically adjacent tiles (rows 2j, 2j + 1 of one column, which
-  // share their B tile); [groups] = pairs in all
-  int tile_start[kGroupedGemmMaxGroups + 1];
+  int tile_start[kGroupedGemmMaxGroups + 1];  // first tile of each group; [groups] = tiles_total
   int row_start[kGroupedGemmMaxGroups + 1];   // first row of each group; [groups] = rows in all
-  int lone_start[kGroupedGemmMaxGroups + 1];  // two-block clusters: the group's first lone tile (its last row of tiles when odd)
 };
 
 // Byte strides of the shared-memory operand layouts (128-byte swizzle atoms of 8 rows).
@@ -56,69 +51,20 @@ constexpr std::uint32_t kMnSbo = 1024;
 #ifdef MOEHUB_GG_DEVICE
 // Group of a flat tile index: the last group whose first tile is <= t (groups without
 // tiles share their first tile with the next group and are skipped).
-__device__ __forceinline__ int last_at_or_below(const int* start, int groups, int t) {
-  int lo = 0, hi = groups - 1;
+__device__ __forceinline__ int group_of(const Params& p, int t) {
+  int lo = 0, hi = p.groups - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (start[mid] <= t)
+    if (p.tile_start[mid] <= t)
       lo = mid;
     else
       hi = mid - 1;
   }
   return lo;
 }
-__device__ __forceinline__ int group_of(const Params& p, int t) { return last_at_or_below(p.tile_start, p.groups, t); }
-
-// The tile a block computes for work unit u.
-struct TileAt {
-  int g;       // group
-  int m0;      // first row of the tile within the group
-  int n0;      // first column
-  bool valid;  // false: a cluster's spare block (an odd number of lone tiles)
-  bool shared;  // the cluster's two tiles share B (each block copies half, to both)
-};
-template <int kCluster>
-__device__ __forceinline__ TileAt tile_at(const Params& p, int u, int rank) {
-  TileAt t{};
-  if constexpr (kCluster == 1) {
-    t.g = group_of(p, u);
-    const int local = u - p.tile_start[t.g];
-    const int tiles_m = (p.row_start[t.g + 1] - p.row_start[t.g] + kBM - 1) / kBM;
-    t.m0 = (local % tiles_m) * kBM;
-    t.n0 = (local / tiles_m) * kBN;
-    t.valid = true;
-    t.shared = false;
-  } else if (u < p.tile_start[p.groups]) {
-    // a pair: rows of tiles 2j (rank 0) and 2j + 1 (rank 1) of one column of group g
-    t.g = group_of(p, u);
-    const int local = u - p.tile_start[t.g];
-    const int pairs_m = (p.row_start[t.g + 1] - p.row_start[t.g] + kBM - 1) / kBM / 2;
-    t.m0 = ((local % pairs_m) * 2 + rank) * kBM;
-    t.n0 = (local / pairs_m) * kBN;
-    t.valid = true;
-    t.shared = true;
-  } else {
-    // two lone tiles (the last row of tiles of groups with an odd number), each with its own B
-    const int v = (u - p.tile_start[p.groups]) * 2 + rank;
-    t.valid = v < p.lone_total;
-    t.shared = false;
-    if (t.valid) {
-      t.g = last_at_or_below(p.lone_start, p.groups, v);
-      const int tiles_m = (p.row_start[t.g + 1] - p.row_start[t.g] + kBM - 1) / kBM;
-      t.m0 = (tiles_m - 1) * kBM;
-      t.n0 = (v - p.lone_start[t.g]) * kBN;
-    }
-  }
-  return t;
-}
 #endif  // MOEHUB_GG_DEVICE
 
-// kCluster = 2: blocks run in clusters of two that compute vertically adjacent tiles of one
-// column together; each copies its own A tile and half of the shared B tile, which the
-// tensor copy engine writes into both blocks' shared memory (multicast), so B crosses L2
-// once per pair. A stage is refilled only when the consumers of both blocks have released
-// it (each consumer warp arrives on both blocks' empty barriers).
-template <bool kBnk, int kCluster>
+template <bool kBnk>
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const __grid_constant__ CUtensorMap map_c, const __grid_constant__ Params p) {
@@ -135,19 +81,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full(s), 1);
-      mbar_init(empty(s), 8 * kCluster);  // one arrival per consumer warp of the cluster
+      mbar_init(empty(s), 8);  // one arrival per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  int unit0 = static_cast<int>(blockIdx.x), units_step = static_cast<int>(gridDim.x), rank = 0;
-  if constexpr (kCluster == 1) {
-    __syncthreads();
-  } else {
-    cluster_sync();  // the peer's barriers are initialised before anything reaches them
-    unit0 = static_cast<int>(cluster_id());
-    units_step = static_cast<int>(cluster_count());
-    rank = static_cast<int>(cluster_rank());
-  }
+  __syncthreads();
 
   if (wg == 0) {
     // producer: one thread streams the A and B tiles of every K block of this block's tiles
@@ -155,47 +93,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       int s = 0;
       std::uint32_t phase = 0;
-      for (int u = unit0; u < p.tiles_total; u += units_step) {
-        const TileAt t = tile_at<kCluster>(p, u, rank);
-        const int row0 = p.row_start[t.g] + t.m0;
+      for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+        const int g = group_of(p, t);
+        const int local = t - p.tile_start[g];
+        const int tiles_m = (p.row_start[g + 1] - p.row_start[g] + kBM - 1) / kBM;
+        const int row0 = p.row_start[g] + (local % tiles_m) * kBM;
+        const int n0 = (local / tiles_m) * kBN;
         for (int kb = 0; kb < p.k_blocks; ++kb) {
           mbar_wait(empty(s), phase ^ 1u);
-          if (kCluster == 2 && !t.valid) {
-            mbar_arrive(full(s));  // a spare block's consumers only keep the cluster's count
+          mbar_expect_tx(full(s), kABytes + kBBytes);
+          tma_2d(sa + static_cast<std::uint32_t>(s) * kABytes, &map_a, kb * kBK, row0, full(s));
+          const std::uint32_t b_dst = sb + static_cast<std::uint32_t>(s) * kBBytes;
+          if constexpr (kBnk) {
+            tma_3d(b_dst, &map_b, kb * kBK, n0, g, full(s));
           } else {
-            mbar_expect_tx(full(s), kABytes + kBBytes);
-            tma_2d(sa + static_cast<std::uint32_t>(s) * kABytes, &map_a, kb * kBK, row0, full(s));
-            const std::uint32_t b_dst = sb + static_cast<std::uint32_t>(s) * kBBytes;
-            if constexpr (kCluster == 2) {
-              // shared: this block's half of B to both blocks; else the whole B to itself
-              constexpr int kHalves = 2;
-              for (int h = 0; h < kHalves; ++h) {
-                if (t.shared && h != rank) continue;
-                if constexpr (kBnk) {
-                  const std::uint32_t dst = b_dst + static_cast<std::uint32_t>(h) * (kBBytes / 2);
-                  if (t.shared)
-                    tma_3d_multicast(dst, &map_b, kb * kBK, t.n0 + h * (kBN / 2), t.g, full(s), 0x3);
-                  else
-                    tma_3d(dst, &map_b, kb * kBK, t.n0 + h * (kBN / 2), t.g, full(s));
-                } else {
 #pragma unroll
-                  for (int jj = 0; jj < kBN / 128; ++jj) {
-                    const int j = h * (kBN / 128) + jj;
-                    const std::uint32_t dst = b_dst + static_cast<std::uint32_t>(j) * kChunkBytes;
-                    if (t.shared)
-                      tma_3d_multicast(dst, &map_b, t.n0 + 64 * j, kb * kBK, t.g, full(s), 0x3);
-                    else
-                      tma_3d(dst, &map_b, t.n0 + 64 * j, kb * kBK, t.g, full(s));
-                  }
-                }
-              }
-            } else if constexpr (kBnk) {
-              tma_3d(b_dst, &map_b, kb * kBK, t.n0, t.g, full(s));
-            } else {
-#pragma unroll
-              for (int j = 0; j < kBN / 64; ++j)
-                tma_3d(b_dst + static_cast<std::uint32_t>(j) * kChunkBytes, &map_b, t.n0 + 64 * j, kb * kBK, t.g, full(s));
-            }
+            for (int j = 0; j < kBN / 64; ++j)
+              tma_3d(b_dst + static_cast<std::uint32_t>(j) * kChunkBytes, &map_b, n0 + 64 * j, kb * kBK, g, full(s));
           }
           if (++s == kStages) {
             s = 0;
@@ -203,10 +117,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-    }
-    if constexpr (kCluster == 2) {
-      __syncwarp();
-      cluster_sync();  // the peer's last arrivals and copies into this block are done
     }
     return;
   }
@@ -221,32 +131,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 128; ++i) d[i] = 0.f;
   int s = 0;
   std::uint32_t phase = 0;
-  // a consumer warp's release of a stage: to this block's producer, and with clusters to
-  // the peer's, whose copies also write this block's stage
-  auto release = [&](int stage) {
-    if (lane == 0) {
-      mbar_arrive(empty(stage));
-      if constexpr (kCluster == 2) mbar_arrive_cluster(empty(stage), static_cast<std::uint32_t>(rank ^ 1));
-    }
-  };
-  for (int u = unit0; u < p.tiles_total; u += units_step) {
-    const TileAt tile = tile_at<kCluster>(p, u, rank);
-    if (kCluster == 2 && !tile.valid) {
-      // a spare block: its stages carry nothing; release them in step with the peer
-      for (int kb = 0; kb < p.k_blocks; ++kb) {
-        mbar_wait(full(s), phase);
-        release(s);
-        if (++s == kStages) {
-          s = 0;
-          phase ^= 1u;
-        }
-      }
-      continue;
-    }
-    const int g = tile.g;
+  for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
+    const int g = group_of(p, t);
+    const int local = t - p.tile_start[g];
     const int rows_g = p.row_start[g + 1] - p.row_start[g];
-    const int m0 = tile.m0;
-    const int n0 = tile.n0;
+    const int tiles_m = (rows_g + kBM - 1) / kBM;
+    const int m0 = (local % tiles_m) * kBM;
+    const int n0 = (local / tiles_m) * kBN;
     int prev = -1;
     for (int kb = 0; kb < p.k_blocks; ++kb) {
       mbar_wait(full(s), phase);
@@ -269,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // keep this K block's MMAs in flight; the previous block's are done: free its stage
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc(d);
-      if (prev >= 0) release(prev);
+      if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
       prev = s;
       if (++s == kStages) {
         s = 0;
@@ -278,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc(d);
-    if (prev >= 0) release(prev);
+    if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
 
     const std::uint32_t stage_buf = stg + static_cast<std::uint32_t>(cw) * kStagingBytes;
     const int tid = static_cast<int>(threadIdx.x) % 128;
@@ -349,7 +240,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // the tensor stores must be complete before the block (and its shared memory) ends
   if (p.tma_store && (threadIdx.x % 128) == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-  if constexpr (kCluster == 2) cluster_sync();  // nothing of the peer's reaches this block any more
 #endif  // MOEHUB_GG_DEVICE
 }
 
@@ -358,30 +248,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 // scripts/gpu/torch_grouped_mm.py); else the tensor copy engine.
 bool forward_tma_epilogue() {
   return env_knob("MOEHUB_GEMM_EPILOGUE") != "threads";
-}
-
-// Blocks per cluster: MOEHUB_GEMM_CLUSTER=1 or 2 when set (read at every call, for
-// comparisons); else 1.
-int forward_cluster() {
-  return env_knob("MOEHUB_GEMM_CLUSTER") == "2" ? 2 : 1;
-}
-
-template <bool kBnk, int kCluster>
-cudaError_t launch(int grid, cudaStream_t stream, const CUtensorMap& map_a, const CUtensorMap& map_b,
-                   const CUtensorMap& map_c, const Params& p) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kCluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, grouped_gemm_kernel<kBnk, kCluster>, map_a, map_b, map_c, p);
 }
 
 }  // namespace
@@ -421,25 +287,17 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
   p.k_blocks = static_cast<int>((a.k + kBK - 1) / kBK);
   p.c = static_cast<__nv_bfloat16*>(a.c);
   const int tiles_n = static_cast<int>((a.n + kBN - 1) / kBN);
-  const int cluster = forward_cluster();
-  int tiles = 0, rows = 0, pairs = 0, lone = 0;
+  int tiles = 0, rows = 0;
   for (int g = 0; g < p.groups; ++g) {
-    const int m = static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
-    const int tiles_m = (m + kBM - 1) / kBM;
-    p.tile_start[g] = cluster == 2 ? pairs : tiles;
+    p.tile_start[g] = tiles;
     p.row_start[g] = rows;
-    p.lone_start[g] = lone;
-    tiles += tiles_m * tiles_n;
-    pairs += tiles_m / 2 * tiles_n;
-    lone += tiles_m % 2 * tiles_n;
+    const int m = static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
+    tiles += (m + kBM - 1) / kBM * tiles_n;
     rows += m;
   }
-  p.tile_start[p.groups] = cluster == 2 ? pairs : tiles;
+  p.tile_start[p.groups] = tiles;
   p.row_start[p.groups] = rows;
-  p.lone_start[p.groups] = lone;
-  p.lone_total = lone;
-  // work units: tiles, or pairs of tiles (the lone ones two by two)
-  p.tiles_total = cluster == 2 ? pairs + (lone + 1) / 2 : tiles;
+  p.tiles_total = tiles;
   if (tiles == 0) return cudaSuccess;
 
   auto encode = encode_fn();
@@ -461,9 +319,7 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
     const cuuint64_t groups = static_cast<cuuint64_t>(p.groups);
     const cuuint64_t dim_nk[3] = {k, n, groups}, dim_kn[3] = {n, k, groups};
     const cuuint64_t stride_nk[2] = {k * 2, n * k * 2}, stride_kn[2] = {n * 2, n * k * 2};
-    // (with two-block clusters B [n][k] is copied in halves of 128 n)
-    const cuuint32_t box_nk[3] = {kBK, static_cast<cuuint32_t>(cluster == 2 ? kBN / 2 : kBN), 1},
-                     box_kn[3] = {64, kBK, 1};
+    const cuuint32_t box_nk[3] = {kBK, kBN, 1}, box_kn[3] = {64, kBK, 1};
     const cuuint32_t estride[3] = {1, 1, 1};
     if (encode(&map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(a.b), a.b_nk ? dim_nk : dim_kn,
                a.b_nk ? stride_nk : stride_kn, a.b_nk ? box_nk : box_kn, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -484,46 +340,19 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
+  const int grid = tiles < dev.sms ? tiles : dev.sms;
   if (!dev.smem_set) {
     for (const cudaError_t e :
-         {cudaFuncSetAttribute(grouped_gemm_kernel<true, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
-          cudaFuncSetAttribute(grouped_gemm_kernel<false, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
-          cudaFuncSetAttribute(grouped_gemm_kernel<true, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
-          cudaFuncSetAttribute(grouped_gemm_kernel<false, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes)})
+         {cudaFuncSetAttribute(grouped_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+          cudaFuncSetAttribute(grouped_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes)})
       if (e != cudaSuccess) return e;
     dev.smem_set = true;
   }
-  if (cluster == 1) {
-    const int grid = tiles < dev.sms ? tiles : dev.sms;
-    if (a.b_nk)
-      grouped_gemm_kernel<true, 1><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
-    else
-      grouped_gemm_kernel<false, 1><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
-    return cudaGetLastError();
-  }
-  // as many clusters as can be resident at once (a GPC with an odd number of free
-  // multiprocessors leaves one out), looked up once per device
-  if (dev.max_clusters_2 == 0) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(2 * dev.sms));
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 2;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int n = 0;
-    const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, grouped_gemm_kernel<false, 2>, &cfg);
-    if (e != cudaSuccess) return e;
-    if (n < 1) return cudaErrorNotSupported;
-    dev.max_clusters_2 = n;
-  }
-  const int clusters = p.tiles_total < dev.max_clusters_2 ? p.tiles_total : dev.max_clusters_2;
-  return a.b_nk ? launch<true, 2>(2 * clusters, stream, map_a, map_b, map_c, p)
-                : launch<false, 2>(2 * clusters, stream, map_a, map_b, map_c, p);
+  if (a.b_nk)
+    grouped_gemm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
+  else
+    grouped_gemm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
+  return cudaGetLastError();
 }
 
 }  // namespace moehub::kernels

@@ -57,42 +57,6 @@ __device__ __forceinline__ void tma_3d(std::uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
-// Cluster pieces (the forward kernel's two-block clusters, grouped_gemm.cu).
-__device__ __forceinline__ std::uint32_t cluster_rank() {
-  std::uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ std::uint32_t cluster_id() {
-  std::uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ std::uint32_t cluster_count() {
-  std::uint32_t r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return r;
-}
-// Every thread of the cluster (not warp-aligned: a producer warp's lanes arrive apart).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// Arrives on the mbarrier at the same shared-memory offset in block `rank` of the cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, std::uint32_t rank) {
-  std::uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-// A 3-d tensor copy into the same shared-memory offset of every block in `mask`, each
-// block's mbarrier at offset `bar` counting its bytes.
-__device__ __forceinline__ void tma_3d_multicast(std::uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
-                                                 std::uint32_t bar, std::uint16_t mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
-      : "memory");
-}
 // The epilogue's tensor-store slabs (both kernels): 64 rows x 128 bytes in one of a
 // consumer warpgroup's two slab buffers, in the 128-byte swizzle of the tensor map (16-byte
 // piece c of row r at piece c ^ (r % 8), which leaves no bank conflicts).
@@ -234,7 +198,6 @@ struct DeviceInfo {
   int device = -1;
   int major = 0, minor = 0, sms = 0;
   bool smem_set = false;        // grouped_gemm_bf16's shared-memory limit raised
-  int max_clusters_2 = 0;       // grouped_gemm_bf16's two-block clusters resident at once (0: not asked yet)
   unsigned smem_set_wgrad = 0;  // grouped_gemm_wgrad's, one bit per kernel (schedule)
 };
 inline DeviceInfo& device_info() {

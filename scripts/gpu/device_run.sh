@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, check-cluster, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -30,11 +30,6 @@ for s in "$@"; do
       stage build 400 bash -c "cmake --preset gpu && cmake --build --preset gpu -j16 && g++ --version | head -1" ;;
     build-gemm)  # only what the GEMM stages run: moehub-gpu, the GPU tests, the kernels' C API for the torch script
       stage build_gemm 300 bash -c "cmake --preset gpu && cmake --build build/gpu -j16 --target moehub-gpu gpu_harness_test moehub_gemm_capi" ;;
-    check-cluster)  # the forward kernel's two-block clusters (MOEHUB_GEMM_CLUSTER=2): the layer against float64, and racecheck
-      export MOEHUB_GEMM_CLUSTER=2
-      stage check_wgmma_cluster2 200 "$BIN" check --gemm wgmma
-      stage racecheck_cluster2 240 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" check --gemm wgmma --ep 2 --routing skewed --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2
-      unset MOEHUB_GEMM_CLUSTER ;;
     gemm-fwd)  # the forward GEMMs in the torch process alone, both routings
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py
       stage torch_grouped_mm_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --routing skewed ;;
@@ -50,7 +45,7 @@ for s in "$@"; do
     gemm-test)  # the wgmma grouped GEMMs against cuBLAS, and their instructions in the SASS
       stage gemm_test 300 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.*:GpuLayer.*'
       stage gemm_sass 60 bash -c "cuobjdump -sass build/gpu/kernels/libmoehub_grouped_gemm.a | grep -oE 'HGMMA[.A-Z0-9x]*|UTMALDG[.A-Z0-9]*|USETMAXREG[.A-Z0-9]*' | sort | uniq -c" ;;
-    gemm-test-fwd)  # the forward wgmma kernel against cuBLAS alone (both block schemes)
+    gemm-test-fwd)  # the forward wgmma kernel against cuBLAS alone
       stage gemm_test_fwd 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.WgmmaMatchesCublas' ;;
     gemm)
       stage bench_gemm 200 "$BIN" bench-gemm

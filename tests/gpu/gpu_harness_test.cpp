@@ -236,8 +236,8 @@ float bf16_to_float(std::uint16_t b) {
 
 // The wgmma grouped GEMM against cuBLAS (one cublasGemmEx per group) on shapes with every
 // kind of tail: groups of 0, 1, 127..129 and 300 rows, n and k that are not multiples of
-// the 256 x 64 tile, both B layouts, one block per tile and two-block clusters. Rows of C
-// outside the groups (a guard band after the last group) must stay untouched.
+// the 256 x 64 tile, both B layouts. Rows of C outside the groups (a guard band after the
+// last group) must stay untouched.
 TEST(GpuGemm, WgmmaMatchesCublas) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GEMM checks run only on a GPU machine";
   int dev = 0, major = 0, minor = 0;
@@ -254,60 +254,51 @@ TEST(GpuGemm, WgmmaMatchesCublas) {
     for (auto m : rows) total += m;
     const std::int64_t guard = 16;
     std::uint32_t seed = 7;
-    // one block per tile, then two-block clusters (MOEHUB_GEMM_CLUSTER, read at every call):
-    // these groups give pairs, lone tiles and, where the columns are odd, a spare block
-    struct UnsetCluster {
-      ~UnsetCluster() { unsetenv("MOEHUB_GEMM_CLUSTER"); }  // also when an ASSERT leaves early
-    } unset_cluster;
-    for (const char* cluster : {"1", "2"}) {
-      ASSERT_EQ(setenv("MOEHUB_GEMM_CLUSTER", cluster, 1), 0);
-      for (const bool b_nk : {false, true}) {
-        for (const auto& nk : std::vector<std::pair<std::int64_t, std::int64_t>>{{64, 8}, {200, 72}, {256, 128}, {520, 200}, {1536, 512}}) {
-          const std::int64_t n = nk.first, k = nk.second, G = static_cast<std::int64_t>(rows.size());
-          std::uint16_t *a, *b, *c1, *c2;
-          ASSERT_EQ(cudaMalloc(&a, static_cast<std::size_t>(total * k) * 2), cudaSuccess);
-          ASSERT_EQ(cudaMalloc(&b, static_cast<std::size_t>(G * k * n) * 2), cudaSuccess);
-          ASSERT_EQ(cudaMalloc(&c1, static_cast<std::size_t>((total + guard) * n) * 2), cudaSuccess);
-          ASSERT_EQ(cudaMalloc(&c2, static_cast<std::size_t>((total + guard) * n) * 2), cudaSuccess);
-          ASSERT_EQ(moehub::kernels::fill_random_bf16(a, total * k, seed++, 1.f, s), cudaSuccess);
-          ASSERT_EQ(moehub::kernels::fill_random_bf16(b, G * k * n, seed++, 1.f, s), cudaSuccess);
-          ASSERT_EQ(cudaMemsetAsync(c1, 0x7f, static_cast<std::size_t>((total + guard) * n) * 2, s), cudaSuccess);
-          ASSERT_EQ(cudaMemsetAsync(c2, 0x7f, static_cast<std::size_t>((total + guard) * n) * 2, s), cudaSuccess);
-          moehub::gpu::GemmCall call;
-          call.trans_b = b_nk;
-          std::int64_t off = 0;
-          for (std::int64_t g = 0; g < G; ++g) {
-            const std::int64_t m = rows[static_cast<std::size_t>(g)];
-            call.groups.push_back({a + off * k, b + g * k * n, c1 + off * n, m, n, k});
-            off += m;
-          }
-          runner.run(call, GemmImpl::kWgmma);
-          EXPECT_EQ(runner.wgmma_refusal(), "") << "n " << n << " k " << k << " cluster " << cluster;
-          for (std::size_t g = 0; g < call.groups.size(); ++g)
-            call.groups[g].c = static_cast<std::uint16_t*>(call.groups[g].c) - c1 + c2;
-          runner.run(call, GemmImpl::kLoop);
-          ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-          std::vector<std::uint16_t> h1(static_cast<std::size_t>((total + guard) * n)), h2(h1.size());
-          ASSERT_EQ(cudaMemcpy(h1.data(), c1, h1.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-          ASSERT_EQ(cudaMemcpy(h2.data(), c2, h2.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-          double max_ref = 0, max_err = 0;
-          for (std::size_t i = 0; i < static_cast<std::size_t>(total * n); ++i) {
-            const double r = bf16_to_float(h2[i]), v = bf16_to_float(h1[i]);
-            max_ref = std::max(max_ref, std::fabs(r));
-            max_err = std::max(max_err, std::isfinite(v) ? std::fabs(v - r) : 1e30);
-          }
-          // both accumulate in fp32 and round once to bf16: a few bf16 ulps of the largest value
-          EXPECT_GT(max_ref, 0.0);
-          EXPECT_LE(max_err, 1e-2 * max_ref) << (b_nk ? "B [n][k]" : "B [k][n]") << " n " << n << " k " << k
-                                             << " cluster " << cluster;
-          std::size_t touched = 0;
-          for (std::size_t i = static_cast<std::size_t>(total * n); i < h1.size(); ++i) touched += h1[i] != 0x7f7f;
-          EXPECT_EQ(touched, 0u) << "guard rows written, n " << n << " k " << k << " cluster " << cluster;
-          cudaFree(a);
-          cudaFree(b);
-          cudaFree(c1);
-          cudaFree(c2);
+    for (const bool b_nk : {false, true}) {
+      for (const auto& nk : std::vector<std::pair<std::int64_t, std::int64_t>>{{64, 8}, {200, 72}, {256, 128}, {520, 200}, {1536, 512}}) {
+        const std::int64_t n = nk.first, k = nk.second, G = static_cast<std::int64_t>(rows.size());
+        std::uint16_t *a, *b, *c1, *c2;
+        ASSERT_EQ(cudaMalloc(&a, static_cast<std::size_t>(total * k) * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&b, static_cast<std::size_t>(G * k * n) * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&c1, static_cast<std::size_t>((total + guard) * n) * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&c2, static_cast<std::size_t>((total + guard) * n) * 2), cudaSuccess);
+        ASSERT_EQ(moehub::kernels::fill_random_bf16(a, total * k, seed++, 1.f, s), cudaSuccess);
+        ASSERT_EQ(moehub::kernels::fill_random_bf16(b, G * k * n, seed++, 1.f, s), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(c1, 0x7f, static_cast<std::size_t>((total + guard) * n) * 2, s), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(c2, 0x7f, static_cast<std::size_t>((total + guard) * n) * 2, s), cudaSuccess);
+        moehub::gpu::GemmCall call;
+        call.trans_b = b_nk;
+        std::int64_t off = 0;
+        for (std::int64_t g = 0; g < G; ++g) {
+          const std::int64_t m = rows[static_cast<std::size_t>(g)];
+          call.groups.push_back({a + off * k, b + g * k * n, c1 + off * n, m, n, k});
+          off += m;
         }
+        runner.run(call, GemmImpl::kWgmma);
+        EXPECT_EQ(runner.wgmma_refusal(), "") << "n " << n << " k " << k;
+        for (std::size_t g = 0; g < call.groups.size(); ++g)
+          call.groups[g].c = static_cast<std::uint16_t*>(call.groups[g].c) - c1 + c2;
+        runner.run(call, GemmImpl::kLoop);
+        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        std::vector<std::uint16_t> h1(static_cast<std::size_t>((total + guard) * n)), h2(h1.size());
+        ASSERT_EQ(cudaMemcpy(h1.data(), c1, h1.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(h2.data(), c2, h2.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        double max_ref = 0, max_err = 0;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(total * n); ++i) {
+          const double r = bf16_to_float(h2[i]), v = bf16_to_float(h1[i]);
+          max_ref = std::max(max_ref, std::fabs(r));
+          max_err = std::max(max_err, std::isfinite(v) ? std::fabs(v - r) : 1e30);
+        }
+        // both accumulate in fp32 and round once to bf16: a few bf16 ulps of the largest value
+        EXPECT_GT(max_ref, 0.0);
+        EXPECT_LE(max_err, 1e-2 * max_ref) << (b_nk ? "B [n][k]" : "B [k][n]") << " n " << n << " k " << k;
+        std::size_t touched = 0;
+        for (std::size_t i = static_cast<std::size_t>(total * n); i < h1.size(); ++i) touched += h1[i] != 0x7f7f;
+        EXPECT_EQ(touched, 0u) << "guard rows written, n " << n << " k " << k;
+        cudaFree(a);
+        cudaFree(b);
+        cudaFree(c1);
+        cudaFree(c2);
       }
     }
   }
