@@ -31,8 +31,8 @@ for s in "$@"; do
     build-gemm)  # only what the GEMM stages run: moehub-gpu, the GPU tests, the kernels' C API for the torch script
       stage build_gemm 300 bash -c "cmake --preset gpu && cmake --build build/gpu -j16 --target moehub-gpu gpu_harness_test moehub_gemm_capi" ;;
     gemm-fwd)  # the forward GEMMs in the torch process alone, both routings
-      stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py
-      stage torch_grouped_mm_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --routing skewed ;;
+      stage torch_grouped_mm_fwd 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd
+      stage torch_grouped_mm_fwd_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd --routing skewed ;;
     check)
       stage check 300 "$BIN" check ;;
     check-wgmma)  # every expert GEMM of the layer on our kernels, whatever auto would choose
