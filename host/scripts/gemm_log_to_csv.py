@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the GEMM timings of a scripts/gpu/device_run.sh log (stages gemm, gemm-skewed,
+"""Turns the GEMM timings of a scripts/gpu/device_run.sh log (stages gemm, gemm-fwd, gemm-skewed,
 gemm-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16: moehub-gpu bench-gemm and scripts/gpu/torch_grouped_mm.py) into one CSV row per
 (program, routing, model, case, GEMM): TFLOP/s and microseconds as printed, nothing
 recomputed.
@@ -15,6 +15,8 @@ STAGES = {
     "bench_gemm_skewed": ("bench-gemm", "skewed"),
     "torch_grouped_mm": ("torch_grouped_mm.py", "balanced"),
     "torch_grouped_mm_skewed": ("torch_grouped_mm.py", "skewed"),
+    "torch_grouped_mm_fwd": ("torch_grouped_mm.py", "balanced"),
+    "torch_grouped_mm_fwd_skewed": ("torch_grouped_mm.py", "skewed"),
     "torch_wgrad": ("torch_grouped_mm.py", "balanced"),
     "torch_wgrad_skewed": ("torch_grouped_mm.py", "skewed"),
     "torch_wgrad_variants": ("torch_grouped_mm.py", "balanced"),
