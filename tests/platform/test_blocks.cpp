@@ -3,6 +3,7 @@
 // run per process: run through CTest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -405,9 +406,18 @@ TEST(HubBlock, StallBackPressuresTheLinkWithoutLosingPackets) {
   EXPECT_GT(down.credit_stall(), 0u);
   EXPECT_GE(drv.released.back(), 5000000u);  // the sender's buffer held the rest until the stall ended
   EXPECT_EQ(peer.arrivals.size(), 8u);       // eight responses went back
+  for (const int d : peer.dst) EXPECT_EQ(d, 1);  // to the GPU that wrote
+  std::vector<std::int64_t> answered = peer.ids;   // each answering its own write
+  std::sort(answered.begin(), answered.end());
+  EXPECT_EQ(answered, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(hub.early_responses(), 0u);
   EXPECT_EQ(hub.arrivals().reorderings(), 0u);
+  // each response is its write's own payload, turned round at the consumer: the hub
+  // made none, and all of the producer's came back to its pool
+  EXPECT_EQ(hub.pool().capacity(), 0u);
   EXPECT_EQ(hub.pool().live(), 0u);
+  EXPECT_EQ(drv.pool.capacity(), 8u);
+  EXPECT_EQ(drv.pool.live(), 0u);
   for (std::size_t i = 1; i < ingress->calls.size(); ++i) EXPECT_GE(ingress->calls[i], ingress->calls[i - 1]);
 }
 
