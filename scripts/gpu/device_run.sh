@@ -30,9 +30,6 @@ for s in "$@"; do
       stage build 400 bash -c "cmake --preset gpu && cmake --build --preset gpu -j16 && g++ --version | head -1" ;;
     build-gemm)  # only what the GEMM stages run: moehub-gpu, the GPU tests, the kernels' C API for the torch script
       stage build_gemm 300 bash -c "cmake --preset gpu && cmake --build build/gpu -j16 --target moehub-gpu gpu_harness_test moehub_gemm_capi" ;;
-    gemm-fwd)  # the forward GEMMs in the torch process alone, both routings
-      stage torch_grouped_mm_fwd 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd
-      stage torch_grouped_mm_fwd_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd --routing skewed ;;
     check)
       stage check 300 "$BIN" check ;;
     check-wgmma)  # every expert GEMM of the layer on our kernels, whatever auto would choose
@@ -50,6 +47,9 @@ for s in "$@"; do
     gemm)
       stage bench_gemm 200 "$BIN" bench-gemm
       stage torch_grouped_mm 200 python3 scripts/gpu/torch_grouped_mm.py ;;
+    gemm-fwd)  # the forward GEMMs in the torch process alone, both routings
+      stage torch_grouped_mm_fwd 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd
+      stage torch_grouped_mm_fwd_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms fwd --routing skewed ;;
     gemm-skewed)  # uneven experts: rows in proportion to (e + 1)^-0.5
       stage bench_gemm_skewed 200 "$BIN" bench-gemm --routing skewed
       stage torch_grouped_mm_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --routing skewed ;;

@@ -44,9 +44,11 @@ class alignas(64) MoePayload : public tlm::tlm_generic_payload {
 /// Asks the cache for every line of a payload that is about to be handled:
 /// in flight, a payload waits in a queue while thousands of others are
 /// handled, so it is cold by then (a pool's payloads are line-aligned).
+/// kForWrite: the lines are about to be written (a payload taken from the pool).
+template <bool kForWrite = false>
 inline void prefetch_payload(const tlm::tlm_generic_payload* gp) {
   const char* p = reinterpret_cast<const char*>(gp);
-  for (std::size_t off = 0; off < sizeof(MoePayload); off += 64) __builtin_prefetch(p + off);
+  for (std::size_t off = 0; off < sizeof(MoePayload); off += 64) __builtin_prefetch(p + off, kForWrite ? 1 : 0);
 }
 
 /// The MoE fields of a platform transaction.
@@ -78,10 +80,7 @@ class PayloadPool : public tlm::tlm_mm_interface {
       free_.pop_back();
       // the next allocation takes the next free payload: ask for its lines now,
       // for writing (it is usually cold: freed when its packet's trip ended)
-      if (!free_.empty()) {
-        const char* next = reinterpret_cast<const char*>(free_.back());
-        for (std::size_t off = 0; off < sizeof(MoePayload); off += 64) __builtin_prefetch(next + off, 1);
-      }
+      if (!free_.empty()) prefetch_payload<true>(free_.back());
       *gp->ext() = MoePacketExt{};
     }
     gp->set_address(0);

@@ -467,23 +467,22 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   // the write's payload becomes its response: nobody else holds it (no block of
   // the fabric takes a reference of its own; checked), it is in the cache now,
   // and it goes back to the producer's pool that made it once the producer has
-  // counted it. The
-  // fields a response's trip reads (ready, sent, link_start, arrival) are all
-  // written on the way before they are read, as in a fresh payload.
+  // counted it. The fields a response's trip reads (ready, sent, link_start,
+  // arrival) are all written on the way before they are read, as in a fresh
+  // payload; plane, transfer, packets and the store stay the write's.
   if (gp.get_ref_count() != 1) throw std::logic_error(std::string(name()) + ": a completed write is still held elsewhere");
-  auto* r = w;
-  r->kind = PacketKind::kResponse;
-  r->dst_gpu = w->src_gpu;
-  r->src_gpu = gpu_;
-  r->store.bytes = 0;
-  r->flits = ack_flits_ * w->packets;
-  r->written = done;
+  w->kind = PacketKind::kResponse;
+  w->dst_gpu = w->src_gpu;
+  w->src_gpu = gpu_;
+  w->store.bytes = 0;
+  w->flits = ack_flits_ * w->packets;
+  w->written = done;
   gp.set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
   gp.set_address(0);
   gp.set_data_length(0);
   gp.set_streaming_width(0);
   gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  responses_q_[static_cast<std::size_t>(r->plane)].push_back(Response{done, r->flits, &gp});
+  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, w->flits, &gp});
   wake(done);
   return tlm::TLM_ACCEPTED;
 }
