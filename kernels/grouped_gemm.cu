@@ -33,7 +33,6 @@ struct Params {
   int k_blocks;
   int n;
   int tma_store;  // whole 64-row halves of a tile leave through the tensor copy engine
-  int stagger;    // K blocks the second consumer warpgroup starts behind the first (0..kStages-1)
   __nv_bfloat16* c;
   int tile_start[kGroupedGemmMaxGroups + 1];  // first tile of each group; [groups] = tiles_total
   int row_start[kGroupedGemmMaxGroups + 1];   // first row of each group; [groups] = rows in all
@@ -132,11 +131,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 128; ++i) d[i] = 0.f;
   int s = 0;
   std::uint32_t phase = 0;
-  // staggered consumers: warpgroup 2 starts once warpgroup 1 has issued p.stagger K blocks
-  // (named barrier 3), so that each one's epilogue falls under the other's MMAs. Both still
-  // release every stage, so warpgroup 1 can run at most kStages K blocks ahead.
-  int lead = cw == 0 ? p.stagger : 0;  // K blocks warpgroup 1 still owes the signal
-  if (cw == 1 && p.stagger > 0) asm volatile("bar.sync 3, 256;\n" ::: "memory");
   for (int t = static_cast<int>(blockIdx.x); t < p.tiles_total; t += static_cast<int>(gridDim.x)) {
     const int g = group_of(p, t);
     const int local = t - p.tile_start[g];
@@ -167,7 +161,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc(d);
       if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
-      if (lead > 0 && --lead == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
       prev = s;
       if (++s == kStages) {
         s = 0;
@@ -245,8 +238,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
     }
   }
-  // a block with fewer K blocks than the stagger still lets warpgroup 2 go
-  if (lead > 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
   // the tensor stores must be complete before the block (and its shared memory) ends
   if (p.tma_store && (threadIdx.x % 128) == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif  // MOEHUB_GG_DEVICE
@@ -257,15 +248,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 // scripts/gpu/torch_grouped_mm.py); else the tensor copy engine.
 bool forward_tma_epilogue() {
   return env_knob("MOEHUB_GEMM_EPILOGUE") != "threads";
-}
-
-// K blocks by which the second consumer warpgroup trails the first: MOEHUB_GEMM_STAGGER=0..3
-// when set (read at every call), else 0. Out of range or not a number: -1.
-int forward_stagger() {
-  const std::string v = env_knob("MOEHUB_GEMM_STAGGER");
-  if (v.empty()) return 0;
-  if (v.size() != 1 || v[0] < '0' || v[0] > '0' + kStages - 1) return -1;
-  return v[0] - '0';
 }
 
 }  // namespace
@@ -346,8 +328,6 @@ cudaError_t grouped_gemm_bf16(const GroupedGemmArgs& a, cudaStream_t stream) {
       return cudaErrorInvalidValue;
   }
   p.tma_store = forward_tma_epilogue() ? 1 : 0;
-  p.stagger = forward_stagger();
-  if (p.stagger < 0) return cudaErrorInvalidValue;
   if (p.tma_store) {
     // C: [rows][n] bf16; box 64 (n) x 64 (rows), 128-byte swizzle; the engine clips columns
     // past n (a tile's rows past its group take the thread stores)

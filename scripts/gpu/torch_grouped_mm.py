@@ -318,22 +318,6 @@ def rel_diff(x, ref):
     return ((x.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
 
 
-FWD_SWITCHES = {"stagger": ("MOEHUB_GEMM_STAGGER", {"0", "1", "2", "3"}),
-                "epilogue": ("MOEHUB_GEMM_EPILOGUE", {"tma", "threads"})}
-
-
-def fwd_variant_env(variant):
-    """The environment of a --fwd-variants entry NAME=VALUE[:NAME=VALUE]."""
-    env = {}
-    for field in variant.split(":"):
-        name, _, value = field.partition("=")
-        if name not in FWD_SWITCHES or value not in FWD_SWITCHES[name][1]:
-            allowed = "; ".join(f"{n}: {', '.join(sorted(vals))}" for n, (_, vals) in FWD_SWITCHES.items())
-            raise SystemExit(f"--fwd-variants: '{field}' is not NAME=VALUE with one of {allowed}")
-        env[FWD_SWITCHES[name][0]] = value
-    return env
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=16384)
@@ -346,17 +330,10 @@ def main():
                         "NAME=VALUE[:NAME=VALUE...] with NAME one of " + ", ".join(WGRAD_KNOBS) +
                         " or out (fp32, the default, or bf16: the type of C), e.g. schedule=pingpong:order=stride "
                         "or out=bf16:bf16_epilogue=threads")
-    p.add_argument("--fwd-variants", default="",
-                   help="comma-separated settings of the forward kernel's switches to time beside the default "
-                        "(layer layout, B [k][n]), each NAME=VALUE[:NAME=VALUE] with NAME one of stagger "
-                        "(MOEHUB_GEMM_STAGGER) or epilogue (MOEHUB_GEMM_EPILOGUE)")
     p.add_argument("--wgrad-parts", type=int, default=0,
                    help="also time the weight gradients of this many runs of consecutive experts alone")
     args = p.parse_args()
     gemms = set(args.gemms.split(","))
-    fwd_variants = [v for v in args.fwd_variants.split(",") if v]
-    for v in fwd_variants:
-        fwd_variant_env(v)  # a bad variant ends the run before anything is timed
     if not hasattr(torch, "_grouped_mm"):
         print("torch._grouped_mm is not available in torch", torch.__version__)
         return 1
@@ -419,15 +396,6 @@ def main():
                           with_env({"MOEHUB_GEMM_EPILOGUE": "threads"},
                                    moehub_call(lib, a, w_dn_kn, y_dn3, H, F, False, rows))]
                 labels += ["moehub B[k][n] threads"]
-                # the forward kernel's other switches, as asked for (--fwd-variants)
-                fwd_outs = []
-                for v in fwd_variants:
-                    y_a, y_b = torch.empty_like(y_gu), torch.empty_like(y_dn)
-                    fwd_outs.append((v, y_a, y_b))
-                    env = fwd_variant_env(v)
-                    cases += [with_env(env, moehub_call(lib, x, w_gu_kn, y_a, 2 * F, H, False, rows)),
-                              with_env(env, moehub_call(lib, a, w_dn_kn, y_b, H, F, False, rows))]
-                    labels += [f"moehub B[k][n] {v}"]
                 # the kernel against torch._grouped_mm on the same inputs
                 cases[4]()
                 cases[5]()
@@ -442,12 +410,7 @@ def main():
                 cases[7]()
                 cases[8]()
                 cases[9]()
-                for i in range(10, len(cases)):
-                    cases[i]()
                 torch.cuda.synchronize()
-                for v, y_a, y_b in fwd_outs:
-                    print(f"{name:18s} moehub B[k][n], {v} vs the default, max |diff| / max |ref|: "
-                          f"gate+up {rel_diff(y_a, y_gu2):.2e}, down {rel_diff(y_b, y_dn2):.2e}")
                 print(f"{name:18s} moehub B[k][n], thread-store epilogue vs the default, max |diff| / max |ref|: "
                       f"gate+up {rel_diff(y_gu3, y_gu2):.2e}, down {rel_diff(y_dn3, y_dn2):.2e}")
                 print(f"{name:18s} moehub vs torch._grouped_mm outputs, max |diff| / max |ref|: gate+up "
