@@ -18,6 +18,11 @@ one machine, given by their common prefix) and fits, on the sizes named by --fit
                            expert and projection) at GPU-bound sizes, through the
                            simulator's efficiency model with the other GEMM
                            parameters of configs/systems/hgx-h200.yaml.
+  MegatronProfile::unpermute_gbps
+                           the unpermutation's scatter-add at the same GPU-bound
+                           forward sizes: the bytes the schedule counts for it
+                           (k expert outputs, the gate weights, the token) over
+                           the phase's device time, median.
   MegatronProfile          per phase, its host time at host-bound forward sizes
                            (scaled so that the phases add up to the uninstrumented
                            layer) divided by kernel_launch_us, as a line in the
@@ -256,6 +261,25 @@ def main():
         ratios.append(t1 / (meas - mem))
     max_eff = round(statistics.median(ratios), 3) if ratios else None
 
+    # the unpermutation (Megatron-Core's scatter-add of each token's k weighted expert
+    # outputs) at the same GPU-bound forward sizes: the bytes the schedule counts for it
+    # (k expert outputs and the gate weights read, the token written) over the phase's
+    # device time, both models where the GPU is bound
+    rates = []
+    for key in sorted(ref):
+        model, impl, mode, T = key
+        if impl != "megatron" or mode != "fwd" or T not in fit:
+            continue
+        lay, ps = with_phases(key)
+        kr = next(r for r in kern[ps + (model, mode, T)] if r["impl"] == "megatron")
+        if float(kr["gpu_busy_us"]) < 0.8 * lay:
+            continue
+        H, _, _, k, _ = MODELS[model]
+        rows = [r for r in phases[ps + (model, mode, T)] if r["phase"] == "unpermutation"]
+        moved = T * k * H * 2 + T * H * 2 + T * k * 4
+        rates.append(moved / float(rows[0]["device_us"]) / 1e3)  # bytes per us / 1e3 = GB/s
+    unpermute_gbps = round(statistics.median(rates)) if rates else None
+
     out = {
         "fit_sizes": sorted(fit),
         "statistic": a.stat,
@@ -269,6 +293,8 @@ def main():
         "collective_setup_us": round(max(0.0, coll - L), 1),
         "nccl_all_to_all_host_us": round(coll, 1),
         "gemm_max_efficiency": max_eff,
+        "unpermute_gbps": unpermute_gbps,
+        "unpermute_points": len(rates),
         "profile": {
             mode_name: {
                 "router": line("router", mode), "permute": line("permutation", mode),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 
 #include "common/sc_time_util.hpp"
 #include "golden/aau.hpp"
@@ -354,7 +355,9 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
     case OpKind::kMemory: {
       r.kind = "memory";
       r.bytes = op.bytes;
-      sm.wait(sm.launch(SmArray::memory_kernel(op.bytes)));
+      KernelSpec spec = SmArray::memory_kernel(op.bytes);
+      spec.hbm_max_gbps = op.max_gbps;
+      sm.wait(sm.launch(std::move(spec)));
       break;
     }
     case OpKind::kAllToAll: {

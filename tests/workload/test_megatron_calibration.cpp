@@ -3,7 +3,8 @@
 // (docs/results/data/megatron_h200_2026-12-02_run{9,10}_*.csv, two machines of the
 // lent kind minutes apart) at the sizes the fit (host/scripts/fit_megatron.py --stat
 // median, both runs) did not use: the layer time within 10 % and every phase that
-// takes at least 5 % of the layer within 20 %, forward and forward+backward.
+// takes at least 5 % of the layer within 20 %, forward and forward+backward, and
+// the unpermutation within 20 % at 16,384 tokens, where the GPU sets its time.
 //
 // The reference of a size is the median of its timed calls in both runs'
 // interleaved rounds (megatron_moe_measure.py --rounds 30: each round visits every
@@ -214,6 +215,8 @@ TEST(MegatronFit, ShippedFiguresAreTheFits) {
     same(k->shared_expert, j.at("shared_expert"), name + " shared_expert");
   }
   same(prof.backward, fit.at("backward"), "backward");
+  EXPECT_DOUBLE_EQ(prof.unpermute_gbps, fit.at("unpermute_gbps").get<double>());
+  EXPECT_GE(fit.at("unpermute_points").get<int>(), 2);
 }
 
 class MegatronCalibration : public testing::TestWithParam<Case> {};
@@ -268,7 +271,10 @@ TEST_P(MegatronCalibration, HeldOutSizeWithinTolerance) {
   ASSERT_FALSE(mp.empty());
   for (const auto& [p, m] : mp) {
     const double s = sp.count(p) ? sp.at(p) : 0.0;
-    const bool held = m >= 0.05 * meas;  // phases under 5 % of the layer are printed, not held
+    // phases under 5 % of the layer are printed, not held; the unpermutation is
+    // held where its scatter-add, not the host, sets its time (its rate is fitted
+    // at the GPU-bound sizes 8,192 and 32,768)
+    const bool held = m >= 0.05 * meas || (p == "unpermute" && c.tokens >= 16384);
     std::cout << "  " << p << ": simulated " << s << " us, measured " << m << " us (" << 100.0 * (s / m - 1.0)
               << " %)" << (held ? "" : ", under 5 % of the layer: not held") << "\n";
     if (!held) continue;
