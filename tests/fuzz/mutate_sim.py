@@ -484,6 +484,7 @@ def run_case(args, case):
     # report exit with SANITIZER_EXIT instead of aborting
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=1") + \
         ":abort_on_error=0:exitcode=%d" % SANITIZER_EXIT
+    env.setdefault("LSAN_OPTIONS", "use_stacks=0")  # as the asan test preset: CMakePresets.json
     env["UBSAN_OPTIONS"] = env.get("UBSAN_OPTIONS", "print_stacktrace=1") + \
         ":halt_on_error=1:abort_on_error=0:exitcode=%d" % SANITIZER_EXIT
     start = time.monotonic()
