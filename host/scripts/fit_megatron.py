@@ -18,11 +18,11 @@ one machine, given by their common prefix) and fits, on the sizes named by --fit
                            expert and projection) at GPU-bound sizes, through the
                            simulator's efficiency model with the other GEMM
                            parameters of configs/systems/hgx-h200.yaml.
-  MegatronProfile::unpermute_gbps
+  MegatronProfile::unpermute_add_gbps
                            the unpermutation's scatter-add at the same GPU-bound
-                           forward sizes: the bytes the schedule counts for it
-                           (k expert outputs, the gate weights, the token) over
-                           the phase's device time, median.
+                           forward sizes: the expert outputs it adds (T k H 2
+                           bytes; its time follows the element adds) over the
+                           phase's device time, median.
   MegatronProfile          per phase, its host time at host-bound forward sizes
                            (scaled so that the phases add up to the uninstrumented
                            layer) divided by kernel_launch_us, as a line in the
@@ -262,9 +262,9 @@ def main():
     max_eff = round(statistics.median(ratios), 3) if ratios else None
 
     # the unpermutation (Megatron-Core's scatter-add of each token's k weighted expert
-    # outputs) at the same GPU-bound forward sizes: the bytes the schedule counts for it
-    # (k expert outputs and the gate weights read, the token written) over the phase's
-    # device time, both models where the GPU is bound
+    # outputs) at the same GPU-bound forward sizes: the expert outputs it adds (T k H 2
+    # bytes; its time follows the element adds, host/scripts/scatter_add_rate.py) over
+    # the phase's device time, both models where the GPU is bound
     rates = []
     for key in sorted(ref):
         model, impl, mode, T = key
@@ -276,9 +276,9 @@ def main():
             continue
         H, _, _, k, _ = MODELS[model]
         rows = [r for r in phases[ps + (model, mode, T)] if r["phase"] == "unpermutation"]
-        moved = T * k * H * 2 + T * H * 2 + T * k * 4
-        rates.append(moved / float(rows[0]["device_us"]) / 1e3)  # bytes per us / 1e3 = GB/s
-    unpermute_gbps = round(statistics.median(rates)) if rates else None
+        added = T * k * H * 2
+        rates.append(added / float(rows[0]["device_us"]) / 1e3)  # bytes per us / 1e3 = GB/s
+    unpermute_add_gbps = round(statistics.median(rates)) if rates else None
 
     out = {
         "fit_sizes": sorted(fit),
@@ -293,7 +293,7 @@ def main():
         "collective_setup_us": round(max(0.0, coll - L), 1),
         "nccl_all_to_all_host_us": round(coll, 1),
         "gemm_max_efficiency": max_eff,
-        "unpermute_gbps": unpermute_gbps,
+        "unpermute_add_gbps": unpermute_add_gbps,
         "unpermute_points": len(rates),
         "profile": {
             mode_name: {

@@ -8,7 +8,7 @@
 // host/scripts/fit_megatron.py), each one costing host.kernel_launch_us on the
 // host; the phase's data movement sits on its first kernel (an HBM-bound
 // streaming kernel; the unpermutation's scatter-add at its own measured rate,
-// MegatronProfile::unpermute_gbps) and the rest are small kernels. The experts run one
+// MegatronProfile::unpermute_add_gbps) and the rest are small kernels. The experts run one
 // expert after another (fc1 GEMM, activation, fc2 GEMM per expert), as
 // SequentialMLP does. The collectives are the all-to-alls of tokens and of
 // their gate probabilities, the count exchange before them and the combine;
@@ -179,10 +179,12 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
       append_phase(ops, "combine", "combine_call", fk.combine_calls.count(LE, 0), 0, 0);
     }
     // unpermutation: read the k expert outputs of each token and the gate weights, write the
-    // weighted sum, as a scatter-add at its measured rate
+    // weighted sum, as a scatter-add at its measured rate of element adds (the op's limit is
+    // in GB/s of all the bytes it moves)
     const std::size_t unpermute_first = ops.size();
-    append_phase(ops, "unpermute", "unpermute", fk.unpermute.count(LE, 1), Td * k * H * b + Td * H * b + Td * k * 4, small);
-    ops[unpermute_first].max_gbps = prof.unpermute_gbps;
+    const double unpermute_bytes = Td * k * H * b + Td * H * b + Td * k * 4;
+    append_phase(ops, "unpermute", "unpermute", fk.unpermute.count(LE, 1), unpermute_bytes, small);
+    if (T > 0) ops[unpermute_first].max_gbps = prof.unpermute_add_gbps * unpermute_bytes / (Td * k * H * b);
     if (m.shared_expert_ffn_size > 0) {
       const double Fs = m.shared_expert_ffn_size;
       ops.push_back(gemm_op("shared_fc1", "shared_expert", {{T, 2LL * m.shared_expert_ffn_size, m.hidden_size}}));

@@ -67,15 +67,16 @@ struct MegatronProfile {
   MegatronForwardKernels train_forward{{22.95, 0.029}, {12.51, 0.059}, {1.91, 0.004}, {2.84, 0.116}, {5.74, 6.583},
                                        {1.99, 0.054}, {1.18, 0.006}, {2.8, 0.02}, {18.42, 0}};
   PhaseKernels backward{33.65, 9.844};  ///< `megatron-train`: the whole backward pass
-  /// Rate of the unpermutation's first kernel, GB/s of the bytes the schedule
-  /// counts for it (each token's k expert outputs and gate weights read, the
-  /// token written). Megatron-Core unpermutes with a scatter-add (atomic adds
-  /// into the output), far below the HBM rate: our measurement on one H200,
-  /// fitted by fit_megatron.py --stat median to runs 9 and 10 (Mixtral forward
-  /// at 8,192 and 32,768 tokens, where the GPU is bound; 686 GB/s against
-  /// 4,224 GB/s of streaming). Assumption: the rate is the GH100's (atomics at
-  /// the L2), so the H100 and H800 nodes keep it.
-  double unpermute_gbps = 686;
+  /// Rate of the unpermutation's scatter-add, GB/s of the expert outputs it adds
+  /// into the tokens (T k H 2 bytes: its time follows the element adds, whatever
+  /// H and k; host/scripts/scatter_add_rate.py times 508 us for Mixtral and
+  /// 503 us for Qwen1.5 at 16,384 tokens, the same T k H). Megatron-Core
+  /// unpermutes with a scatter-add (atomic adds into the output), far below the
+  /// HBM rate: our measurement on one H200, fitted by fit_megatron.py --stat
+  /// median to runs 9 and 10 (Mixtral forward at 8,192 and 32,768 tokens, where
+  /// the GPU is bound). Assumption: the rate is the GH100's (atomics at the L2),
+  /// so the H100 and H800 nodes keep it.
+  double unpermute_add_gbps = 457;
   /// Megatron-Core with one expert-parallel rank: its all-to-alls and count
   /// exchange are bypassed (world size 1); only their host calls remain.
   bool single_rank = false;

@@ -65,6 +65,32 @@ TEST(Schedules, MegatronPhasesInOrder) {
   EXPECT_FALSE(it->launch);
 }
 
+// The unpermutation's scatter-add is limited by its element adds (T k H), not by all the
+// bytes it moves: Mixtral (top-2, 4,096 wide) and Qwen1.5 (top-4, 2,048 wide) at the same
+// tokens per GPU get the same time limit, though Qwen's phase moves fewer bytes.
+TEST(Schedules, MegatronScatterAddLimitFollowsElementAdds) {
+  const ScheduleOptions opt;
+  const auto limit_us = [&](const std::string& model) {
+    const Workload s = make(model, 8192, 8, 0.0);
+    const Schedule m = build_megatron(s.model, s.routing, s.placement, opt);
+    const auto& ops = m.ops[0];
+    const auto it = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.phase == "unpermute"; });
+    if (it == ops.end() || !(it->max_gbps > 0)) {
+      ADD_FAILURE() << model << ": no rate-limited unpermute kernel";
+      return std::make_pair(0.0, 0.0);
+    }
+    const double T = static_cast<double>(s.routing.tokens_per_gpu[0]);
+    const double added = T * s.model.top_k * s.model.hidden_size * s.model.dtype_bytes;
+    const double ns = it->bytes / it->max_gbps;  // bytes over GB/s
+    EXPECT_NEAR(ns, added / opt.megatron.unpermute_add_gbps, 1e-9 * ns) << model;
+    return std::make_pair(it->bytes, ns);
+  };
+  const auto mixtral = limit_us("mixtral-8x7b");
+  const auto qwen = limit_us("qwen1.5-moe-a2.7b");
+  EXPECT_LT(qwen.first, 0.9 * mixtral.first);
+  EXPECT_NEAR(qwen.second, mixtral.second, 1e-9 * mixtral.second);
+}
+
 TEST(Schedules, MegatronMovesEveryTokenRowOnceEachWay) {
   const Workload s = make("qwen1.5-moe-a2.7b", 2000, 8, 0.02);  // 60 experts on 8 GPUs: uneven placement
   const Schedule m = build_megatron(s.model, s.routing, s.placement, {});
