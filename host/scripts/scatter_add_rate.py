@@ -14,9 +14,10 @@ median over --iters:
          zeros + scatter_add_
   scatter_hot  scatter_add_ alone, inputs hot
 
-Rates are GB/s of the bytes the megatron schedule counts for the phase (T k H 2 of
-expert outputs and T k 4 of gate weights read, T H 2 of tokens written), as
-MegatronProfile::unpermute_gbps is. Writes a CSV (--csv) and prints a table.
+Rates are GB/s of all the bytes the megatron schedule counts for the phase (T k H 2 of
+expert outputs and T k 4 of gate weights read, T H 2 of tokens written); the schedule's
+MegatronProfile::unpermute_add_gbps counts the T k H 2 alone, since the times show the
+scatter-add following its element adds. Writes a CSV (--csv) and prints a table.
 """
 import argparse
 import csv

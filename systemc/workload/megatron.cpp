@@ -182,9 +182,10 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
     // weighted sum, as a scatter-add at its measured rate of element adds (the op's limit is
     // in GB/s of all the bytes it moves)
     const std::size_t unpermute_first = ops.size();
-    const double unpermute_bytes = Td * k * H * b + Td * H * b + Td * k * 4;
+    const double added = Td * k * H * b;  // the expert outputs the scatter-add adds
+    const double unpermute_bytes = added + Td * H * b + Td * k * 4;
     append_phase(ops, "unpermute", "unpermute", fk.unpermute.count(LE, 1), unpermute_bytes, small);
-    if (T > 0) ops[unpermute_first].max_gbps = prof.unpermute_add_gbps * unpermute_bytes / (Td * k * H * b);
+    if (added > 0) ops[unpermute_first].max_gbps = prof.unpermute_add_gbps * unpermute_bytes / added;
     if (m.shared_expert_ffn_size > 0) {
       const double Fs = m.shared_expert_ffn_size;
       ops.push_back(gemm_op("shared_fc1", "shared_expert", {{T, 2LL * m.shared_expert_ffn_size, m.hidden_size}}));
