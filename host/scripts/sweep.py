@@ -5,6 +5,14 @@ worker pool) and writes one CSV row per run plus a Markdown table.
   host/scripts/sweep.py --sim build/release/host/sim/moehub-sim --out out/sweep \
       --models mixtral-8x7b --tokens 128 512 2048 8192 32768 --schedules megatron ideal
 
+Config keys: --set TARGET.KEY=VALUE (repeatable) passes moehub-sim's --set to every
+run; --vary TARGET.KEY=V1,V2,... adds one key's values as a dimension of the grid (a
+CSV column named after the key, a column of the table), e.g. the NVLink bandwidth:
+
+  host/scripts/sweep.py --sim build/release/host/sim/moehub-sim --out out/bw \
+      --schedules megatron moehub ideal --granularity row \
+      --vary system.nvlink.bw_gbps_per_direction_per_gpu=100,200,400,800
+
 Each run's full results JSON is kept in OUT/runs/. Exit status is non-zero if
 any run fails (its stderr is printed)."""
 import argparse
@@ -17,18 +25,36 @@ import subprocess
 import sys
 
 
-def run_tag(system, model, schedule, tokens, std, seed, granularity):
+def run_tag(system, model, schedule, tokens, std, seed, granularity, varied=None):
     """The name of a run's results file in OUT/runs/; a system given as a path to
-    a YAML file contributes its path with each '/' written as '_'."""
-    return f"{system.replace('/', '_')}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
+    a YAML file contributes its path with each '/' written as '_'; a varied key
+    (KEY, VALUE) adds _KEY=VALUE."""
+    tag = f"{system.replace('/', '_')}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
+    if varied is not None:
+        tag += f"_{varied[0]}={varied[1]}".replace("/", "_")
+    return tag
 
 
-def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
-    tag = run_tag(system, model, schedule, tokens, std, seed, granularity)
+def parse_vary(text):
+    """--vary TARGET.KEY=V1,V2,... as (KEY, [V1, V2, ...])."""
+    key, eq, values = text.partition("=")
+    vals = [v for v in values.split(",") if v]
+    if not eq or not key.startswith(("system.", "model.")) or not vals:
+        raise argparse.ArgumentTypeError(
+            f"expected system.KEY=V1,V2,... or model.KEY=V1,V2,... (got '{text}')")
+    return key, vals
+
+
+def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, sets=(), varied=None):
+    tag = run_tag(system, model, schedule, tokens, std, seed, granularity, varied)
     results = os.path.join(out, "runs", tag + ".json")
     cmd = [sim, "--system", system, "--model", model, "--schedule", schedule, "--tokens", str(tokens),
            "--imbalance-std", str(std), "--seed", str(seed), "--granularity", granularity,
            "--results", results, "--no-timeline", "--quiet", "--out-dir", out]
+    for s in sets:
+        cmd += ["--set", s]
+    if varied is not None:
+        cmd += ["--set", f"{varied[0]}={varied[1]}"]
     if schedule.startswith("moehub"):
         cmd += ["--hub-impl", "moehub"]  # the MoE-Hub schedules run on the MoE-Hub units
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -39,6 +65,8 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity):
     row = {"system": system, "model": model, "schedule": schedule, "tokens": tokens, "imbalance_std": std,
            "seed": seed, "granularity": granularity, "measured_load_std": round(r["measured_load_std"], 5),
            "layer_time_us": round(r["layer_time_us"], 3)}
+    if varied is not None:
+        row[varied[0]] = varied[1]
     if "routing_to_gemm1" in r:
         row["routing_to_gemm1_us"] = round(r["routing_to_gemm1"]["mean_us"], 3)
         if "end_mean_us" in r["routing_to_gemm1"]:
@@ -60,13 +88,19 @@ def main():
     ap.add_argument("--seeds", nargs="+", type=int, default=[1])
     ap.add_argument("--granularity", default="packet", choices=["packet", "row"])
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--set", action="append", default=[], metavar="TARGET.KEY=VALUE",
+                    help="moehub-sim --set for every run (repeatable)")
+    ap.add_argument("--vary", type=parse_vary, metavar="TARGET.KEY=V1,V2,...",
+                    help="one config key's values as a dimension of the grid")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
-    grid = list(itertools.product(a.models, a.systems, a.schedules, a.tokens, a.imbalance_std, a.seeds))
+    vkey = a.vary[0] if a.vary else None
+    varied = [(vkey, v) for v in a.vary[1]] if a.vary else [None]
+    grid = list(itertools.product(a.models, a.systems, a.schedules, a.tokens, a.imbalance_std, a.seeds, varied))
     rows, failed = [], 0
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futs = [pool.submit(run_one, a.sim, a.out, m, s, sch, t, std, seed, a.granularity)
-                for (m, s, sch, t, std, seed) in grid]
+        futs = [pool.submit(run_one, a.sim, a.out, m, s, sch, t, std, seed, a.granularity, a.set, v)
+                for (m, s, sch, t, std, seed, v) in grid]
         for f in cf.as_completed(futs):
             tag, row, err = f.result()
             if row is None:
@@ -75,7 +109,10 @@ def main():
             else:
                 rows.append(row)
     keys = ["system", "model", "schedule", "tokens", "imbalance_std", "seed", "granularity"]
-    rows.sort(key=lambda r: tuple(r[k] for k in keys))
+    if vkey:
+        keys.append(vkey)
+        order = {v: i for i, v in enumerate(a.vary[1])}  # the order given, not the text's
+    rows.sort(key=lambda r: tuple(order[r[k]] if k == vkey else r[k] for k in keys))
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in keys, k))
     with open(os.path.join(a.out, "sweep.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -84,18 +121,23 @@ def main():
     # Markdown: layer time per schedule side by side, ratio to ideal when present
     by = {}
     for r in rows:
-        by.setdefault((r["system"], r["model"], r["tokens"], r["imbalance_std"], r["seed"]), {})[r["schedule"]] = r
+        key = (r["system"], r["model"], r["tokens"], r["imbalance_std"], r["seed"])
+        if vkey:
+            key += (order[r[vkey]],)
+        by.setdefault(key, {})[r["schedule"]] = r
     scheds = a.schedules
-    lines = ["| system | model | tokens | std | seed | " + " | ".join(f"{s} (us)" for s in scheds) +
+    head = ["system", "model", "tokens", "std", "seed"] + ([vkey] if vkey else [])
+    lines = ["| " + " | ".join(head) + " | " + " | ".join(f"{s} (us)" for s in scheds) +
              (" | megatron / ideal |" if {"megatron", "ideal"} <= set(scheds) else " |"),
-             "|" + " --- |" * (5 + len(scheds) + ({"megatron", "ideal"} <= set(scheds)))]
+             "|" + " --- |" * (len(head) + len(scheds) + ({"megatron", "ideal"} <= set(scheds)))]
     for key in sorted(by):
         d = by[key]
         cells = [f"{d[s]['layer_time_us']:.1f}" if s in d else "-" for s in scheds]
         ratio = ""
         if "megatron" in d and "ideal" in d:
             ratio = f" {d['megatron']['layer_time_us'] / d['ideal']['layer_time_us']:.3f} |"
-        lines.append("| " + " | ".join(str(x) for x in key) + " | " + " | ".join(cells) + " |" + ratio)
+        shown = key[:5] + ((a.vary[1][key[5]],) if vkey else ())
+        lines.append("| " + " | ".join(str(x) for x in shown) + " | " + " | ".join(cells) + " |" + ratio)
     with open(os.path.join(a.out, "sweep.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

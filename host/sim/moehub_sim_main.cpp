@@ -195,6 +195,11 @@ int main(int argc, char** argv) {
   app.add_option("--routing-trace", routing_trace,
                  "replay the routing of a moehub-gpu trace directory (one rank per GPU) instead of generating it");
   app.add_option("--granularity", granularity, "override sim.granularity: packet or row");
+  std::vector<std::string> sets;
+  app.add_option("--set", sets,
+                 "override one config key, system.KEY=VALUE or model.KEY=VALUE (repeatable; checked as in the "
+                 "file), e.g. --set system.nvlink.bw_gbps_per_direction_per_gpu=900")
+      ->allow_extra_args(false);
   app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
   app.add_option("--repeat", repeat, "a2a-uniform: all-to-alls back to back, 1..1000")->capture_default_str();
   app.add_option("--out-dir", out_dir, "where results.json and timeline.json go (created if missing)")
@@ -218,8 +223,10 @@ int main(int argc, char** argv) {
 
   moehub::RunRequest req;
   try {
-    req.system = moehub::load_system_config(moehub::resolve_config_path(system, "systems"));
-    req.model = moehub::load_model_config(moehub::resolve_config_path(model, "models"));
+    std::vector<moehub::ConfigOverride> overrides;
+    for (const std::string& s : sets) overrides.push_back(moehub::parse_config_override(s));
+    req.system = moehub::load_system_config(moehub::resolve_config_path(system, "systems"), overrides);
+    req.model = moehub::load_model_config(moehub::resolve_config_path(model, "models"), overrides);
     if (granularity) {
       if (*granularity != "packet" && *granularity != "row") {
         throw moehub::ConfigError("<command line>", "--granularity",

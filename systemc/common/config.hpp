@@ -107,6 +107,9 @@ struct SimConfig {
 
 struct SystemConfig {
   std::string source_file;  ///< where it was loaded from (for messages)
+  /// The overrides applied on top of source_file, in order, as "KEY=VALUE"
+  /// with KEY a dotted key of this config (moehub-sim --set system.KEY=VALUE).
+  std::vector<std::string> overrides;
   std::string name;
   int num_gpus = 8;  ///< >= 2
   GpuConfig gpu;
@@ -119,6 +122,7 @@ struct SystemConfig {
 
 struct ModelConfig {
   std::string source_file;
+  std::vector<std::string> overrides;  ///< as SystemConfig::overrides (--set model.KEY=VALUE)
   std::string name;
   int hidden_size = 4096;       ///< model hidden dimension H, >= 1
   int expert_ffn_size = 14336;  ///< expert intermediate width F, >= 1

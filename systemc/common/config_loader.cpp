@@ -575,6 +575,155 @@ ModelConfig read_model_config(const YAML::Node& document, const std::string& pat
 }
 
 // ---------------------------------------------------------------------------
+// Overrides (--set)
+
+namespace {
+
+constexpr const char* kCommandLine = "<command line>";
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t dot = key.find('.', from);
+    parts.push_back(key.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+    if (dot == std::string::npos) return parts;
+    from = dot + 1;
+  }
+}
+
+/// The value of `name` in the map `map`, or an undefined node (without inserting it).
+YAML::Node child(const YAML::Node& map, const std::string& name) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == name) return it->second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+std::string key_list(const YAML::Node& map, const std::string& wanted) {
+  std::vector<std::string> names;
+  std::string hint;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    names.push_back(it->first.Scalar());
+    if (hint.empty() && similar(wanted, names.back())) hint = " (did you mean '" + names.back() + "'?)";
+  }
+  return join(names) + hint;
+}
+
+/// Applies the overrides of `target` to `document` (the config read from `file`).
+std::vector<std::string> apply_overrides(YAML::Node& document, const std::vector<ConfigOverride>& overrides,
+                                         const std::string& target, const std::string& file) {
+  std::vector<std::string> applied;
+  std::vector<std::string> seen;
+  for (const ConfigOverride& o : overrides) {
+    if (o.target != target) continue;
+    const std::string flag = "--set " + o.target + "." + o.key;
+    if (std::find(seen.begin(), seen.end(), o.key) != seen.end()) throw ConfigError(kCommandLine, flag, "set twice");
+    seen.push_back(o.key);
+    const std::vector<std::string> parts = split_key(o.key);
+    YAML::Node map;
+    map.reset(document);
+    std::string walked;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::string& part = parts[i];
+      if (!map.IsMap()) throw ConfigError(kCommandLine, flag, "'" + walked + "' in " + file + " holds no keys");
+      const YAML::Node next = child(map, part);
+      if (!next.IsDefined()) {
+        throw ConfigError(kCommandLine, flag,
+                          "no key '" + (walked.empty() ? part : walked + "." + part) + "' in " + file +
+                              (walked.empty() ? "; its top-level keys: " : "; the keys of '" + walked + "': ") +
+                              key_list(map, part));
+      }
+      walked = walked.empty() ? part : walked + "." + part;
+      if (i + 1 < parts.size()) {
+        map.reset(next);
+        continue;
+      }
+      if (next.IsMap() || next.IsSequence()) {
+        throw ConfigError(kCommandLine, flag, "'" + walked + "' holds " + describe_node(next) +
+                                                  "; set one of its keys (" + key_list(next, "") + ")");
+      }
+      YAML::Node value;
+      try {
+        value = YAML::Load(o.value);
+      } catch (const YAML::Exception& e) {
+        throw ConfigError(kCommandLine, flag, "the value is not valid YAML: " + e.msg);
+      }
+      if (!value.IsScalar()) {
+        throw ConfigError(kCommandLine, flag, "must be a single value (got " + describe_node(value) + ")");
+      }
+      YAML::Node slot = map[part];  // exists: assigning replaces the file's value
+      slot = value;
+    }
+    applied.push_back(o.key + "=" + o.value);
+  }
+  return applied;
+}
+
+/// Reads the config with `read`, answering a refused override value for its --set flag.
+template <typename Config, typename Read>
+Config read_with_overrides(const std::string& path, const std::vector<ConfigOverride>& overrides,
+                           const std::string& target, Read read) {
+  YAML::Node document = load_yaml_document(path);
+  std::vector<std::string> applied = apply_overrides(document, overrides, target, path);
+  try {
+    Config c = read(document, path);
+    if (!applied.empty()) {
+      // later messages about the config's values name where they came from
+      std::vector<std::string> flags;
+      for (const std::string& a : applied) flags.push_back("--set " + target + "." + a);
+      c.source_file = path + " with " + join(flags);
+    }
+    c.overrides = std::move(applied);
+    return c;
+  } catch (const ConfigError& e) {
+    for (const ConfigOverride& o : overrides) {
+      if (o.target == target && e.key() == o.key) {
+        throw ConfigError(kCommandLine, "--set " + o.target + "." + o.key, e.message());
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+ConfigOverride parse_config_override(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  const std::string usage =
+      "expected system.KEY=VALUE or model.KEY=VALUE, KEY a dotted config key (got '" + text + "')";
+  if (eq == std::string::npos) throw ConfigError(kCommandLine, "--set", usage);
+  const std::string lhs = text.substr(0, eq);
+  const std::size_t dot = lhs.find('.');
+  if (dot == std::string::npos) throw ConfigError(kCommandLine, "--set", usage);
+  ConfigOverride o;
+  o.target = lhs.substr(0, dot);
+  o.key = lhs.substr(dot + 1);
+  o.value = text.substr(eq + 1);
+  if (o.target != "system" && o.target != "model") {
+    throw ConfigError(kCommandLine, "--set", "the key must start with 'system.' or 'model.' (got '" + lhs + "')");
+  }
+  for (const std::string& part : split_key(o.key)) {
+    if (part.empty()) throw ConfigError(kCommandLine, "--set", usage);
+  }
+  if (o.value.empty()) throw ConfigError(kCommandLine, "--set " + lhs, "no value after '='");
+  return o;
+}
+
+SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
+  return read_with_overrides<SystemConfig>(path, overrides, "system", [](const YAML::Node& d, const std::string& p) {
+    return read_system_config(d, p);
+  });
+}
+
+ModelConfig load_model_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
+  return read_with_overrides<ModelConfig>(path, overrides, "model", [](const YAML::Node& d, const std::string& p) {
+    return read_model_config(d, p);
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Names of shipped configs
 
 std::vector<std::string> list_configs(const std::string& kind) {

@@ -53,6 +53,31 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
 SystemConfig read_system_config(const YAML::Node& document, const std::string& path);
 ModelConfig read_model_config(const YAML::Node& document, const std::string& path);
 
+/// One override of a config key, as moehub-sim's `--set` takes it:
+/// "system.KEY=VALUE" or "model.KEY=VALUE", KEY a dotted key of that config
+/// ("nvlink.credits_flits") that holds a single value, VALUE written as in the
+/// YAML file. The value replaces the file's before the config is read, so it
+/// passes the same checks (type, range, cross-checks) as a value in the file.
+struct ConfigOverride {
+  std::string target;  ///< "system" or "model"
+  std::string key;     ///< dotted key within that config
+  std::string value;
+  std::string text() const { return target + "." + key + "=" + value; }
+};
+
+/// Parses one `--set` argument. A malformed one is a ConfigError naming
+/// "<command line>" and "--set".
+ConfigOverride parse_config_override(const std::string& text);
+
+/// As load_system_config / load_model_config, with the overrides of the
+/// matching target (the others are skipped) applied in order and recorded in
+/// `overrides` of the result. A key that the file lacks, one that holds a map,
+/// a key set twice or a value that is not a single YAML scalar is a
+/// ConfigError naming "<command line>" and "--set TARGET.KEY"; so is a value
+/// the checks refuse (with the message they give for a value in the file).
+SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides);
+ModelConfig load_model_config(const std::string& path, const std::vector<ConfigOverride>& overrides);
+
 /// A path that exists is returned as is; otherwise `name_or_path` is taken as
 /// the name of a shipped config, MOEHUB_CONFIG_DIR "/" kind "/" name ".yaml"
 /// (kind is "systems" or "models"). An unknown name is a ConfigError whose

@@ -253,6 +253,9 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   j["version"] = 1;
   j["system"] = req.system.name;
   j["model"] = req.model.name;
+  // keys changed on the command line (--set), only when there are any
+  if (!req.system.overrides.empty()) j["system_overrides"] = req.system.overrides;
+  if (!req.model.overrides.empty()) j["model_overrides"] = req.model.overrides;
   j["schedule"] = req.schedule;
   j["num_gpus"] = req.system.num_gpus;
   j["tokens"] = routing.total_tokens();

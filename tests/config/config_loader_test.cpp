@@ -665,6 +665,111 @@ TEST_F(ConfigFiles, ResolveUnknownNameListsTheAvailableOnes) {
 }
 
 // ---------------------------------------------------------------------------
+// Overrides (moehub-sim --set)
+
+std::vector<ConfigOverride> overrides(const std::vector<std::string>& texts) {
+  std::vector<ConfigOverride> out;
+  for (const std::string& t : texts) out.push_back(parse_config_override(t));
+  return out;
+}
+
+TEST(ConfigOverrides, ParseTargetKeyAndValue) {
+  const ConfigOverride o = parse_config_override("system.gpu.gemm.k_half=512");
+  EXPECT_EQ(o.target, "system");
+  EXPECT_EQ(o.key, "gpu.gemm.k_half");
+  EXPECT_EQ(o.value, "512");
+  EXPECT_EQ(o.text(), "system.gpu.gemm.k_half=512");
+  // everything after the first '=' is the value
+  EXPECT_EQ(parse_config_override("model.name=a=b").value, "a=b");
+  for (const char* bad : {"gpu.num_sms=1", "system=1", "system.num_gpus", "system.=1", "system.nvlink..x=1",
+                          "system.nvlink.=1", "modl.top_k=2", "=1"}) {
+    SCOPED_TRACE(bad);
+    const ConfigError e = expect_config_error([&] { parse_config_override(bad); });
+    EXPECT_EQ(e.file(), "<command line>");
+    EXPECT_EQ(e.key(), "--set");
+  }
+  const ConfigError empty = expect_config_error([] { parse_config_override("system.num_gpus="); });
+  EXPECT_EQ(empty.key(), "--set system.num_gpus");
+  EXPECT_EQ(empty.message(), "no value after '='");
+}
+
+TEST(ConfigOverrides, ChangeOnlyTheirKeyAndAreRecorded) {
+  const std::string path = shipped("systems", "dgx-h800");
+  const SystemConfig plain = load_system_config(path);
+  const SystemConfig set = load_system_config(
+      path, overrides({"system.nvlink.credits_flits=1024", "system.gpu.gemm.k_half=500.5", "model.top_k=1",
+                       "system.hub.implementation=moehub"}));
+  EXPECT_EQ(set.nvlink.credits_flits, 1024);
+  EXPECT_NE(plain.nvlink.credits_flits, 1024);
+  EXPECT_DOUBLE_EQ(set.gpu.gemm.k_half, 500.5);
+  EXPECT_EQ(set.hub.implementation, "moehub");
+  EXPECT_EQ(set.overrides, (std::vector<std::string>{"nvlink.credits_flits=1024", "gpu.gemm.k_half=500.5",
+                                                      "hub.implementation=moehub"}));
+  EXPECT_TRUE(plain.overrides.empty());
+  EXPECT_EQ(plain.source_file, path);
+  EXPECT_EQ(set.source_file, path + " with --set system.nvlink.credits_flits=1024, --set system.gpu.gemm.k_half=500.5, "
+                                    "--set system.hub.implementation=moehub");
+  // the rest is the file's (the whole run's equality with an edited file: Cli.SetEqualsAnEditedConfigFile)
+  EXPECT_EQ(set.num_gpus, plain.num_gpus);
+  EXPECT_EQ(set.nvlink.flit_bytes, plain.nvlink.flit_bytes);
+  EXPECT_EQ(set.nvlink.bw_gbps_per_direction_per_gpu, plain.nvlink.bw_gbps_per_direction_per_gpu);
+  EXPECT_EQ(set.gpu.gemm.n_half, plain.gpu.gemm.n_half);
+  EXPECT_EQ(set.hub.rat_entries, plain.hub.rat_entries);
+  // the model's override goes to the model only
+  const ModelConfig m = load_model_config(shipped("models", "mixtral-8x7b"), overrides({"model.top_k=1"}));
+  EXPECT_EQ(m.top_k, 1);
+  EXPECT_EQ(m.overrides, std::vector<std::string>{"top_k=1"});
+  // the same value as the file's is accepted and still recorded
+  const SystemConfig same = load_system_config(
+      path, overrides({"system.num_gpus=" + std::to_string(plain.num_gpus)}));
+  EXPECT_EQ(same.num_gpus, plain.num_gpus);
+  EXPECT_EQ(same.overrides.size(), 1u);
+}
+
+TEST(ConfigOverrides, RefusedOverridesNameTheirFlag) {
+  const std::string path = shipped("systems", "dgx-h800");
+  struct Case {
+    const char* set;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {"system.nvlink.credits_flits=0", "must be in [1, "},            // the file's range check
+      {"system.nvlink.credits_flits=many", "expected an integer"},     // the file's type check
+      {"system.nvlink.credit_flits=8", "did you mean 'credits_flits'?"},  // unknown key, with a hint
+      {"system.nvlink.credit_flits=8", "no key 'nvlink.credit_flits' in " MOEHUB_SOURCE_DIR},
+      {"system.links.x=1", "its top-level keys: name, num_gpus, gpu"},
+      {"system.nvlink=8", "'nvlink' holds a map; set one of its keys (flit_bytes,"},
+      {"system.num_gpus.x=1", "'num_gpus' in "},                        // a value, not a map
+      {"system.num_gpus=[8, 16]", "must be a single value (got a sequence)"},
+      {"system.num_gpus={a: 1}", "must be a single value (got a map)"},
+      {"system.num_gpus=~", "must be a single value (got an empty value)"},
+      {"system.num_gpus=[8", "the value is not valid YAML"},
+      {"system.hub.implementation=fast", "must be one of"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.set);
+    const ConfigOverride o = parse_config_override(c.set);
+    const ConfigError e = expect_config_error([&] { load_system_config(path, {o}); });
+    EXPECT_EQ(e.file(), "<command line>");
+    EXPECT_EQ(e.key(), "--set system." + o.key);
+    EXPECT_TRUE(contains(e.message(), c.message_part)) << e.what();
+  }
+  const ConfigError twice = expect_config_error(
+      [&] { load_system_config(path, overrides({"system.num_gpus=4", "system.num_gpus=8"})); });
+  EXPECT_EQ(twice.key(), "--set system.num_gpus");
+  EXPECT_EQ(twice.message(), "set twice");
+  // a cross-check that the override breaks names the override too
+  const ConfigError topk = expect_config_error(
+      [] { load_model_config(shipped("models", "mixtral-8x7b"), overrides({"model.top_k=9"})); });
+  EXPECT_EQ(topk.key(), "--set model.top_k");
+  EXPECT_EQ(topk.message(), "must be <= num_experts = 8 (got 9)");
+  // an error of the file itself still names the file
+  const ConfigError file = expect_config_error(
+      [] { load_system_config(MOEHUB_SOURCE_DIR "/no-such.yaml", overrides({"system.num_gpus=4"})); });
+  EXPECT_EQ(file.file(), MOEHUB_SOURCE_DIR "/no-such.yaml");
+}
+
+// ---------------------------------------------------------------------------
 // Run checks
 
 TEST(ValidateRun, AcceptsTheDefaults) {

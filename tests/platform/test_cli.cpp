@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -309,6 +310,42 @@ TEST(Cli, MalformedSystemConfigsExitWithStatus2) {
   }
 }
 
+TEST(Cli, SetEqualsAnEditedConfigFile) {
+  // --set changes what an edit of the file changes, and the results say so
+  const fs::path a = temp_dir("set"), b = temp_dir("edited");
+  const std::string args = kSmall + "--no-timeline --schedule moehub ";
+  const Result ra = run(args + "--set system.nvlink.bw_gbps_per_direction_per_gpu=20 "
+                               "--set system.hub.implementation=moehub --set model.top_k=1 --out-dir " + a.string(),
+                        a);
+  ASSERT_EQ(ra.status, 0) << ra.err;
+  fs::path sys = edited_config(b, "systems", "dgx-h800", "bw_gbps_per_direction_per_gpu: 200",
+                               "bw_gbps_per_direction_per_gpu: 20");
+  std::string text = slurp(sys);
+  text.replace(text.find("implementation: address-centric"), 31, "implementation: moehub");
+  std::ofstream(sys) << text;
+  const fs::path model = edited_config(b, "models", "mixtral-8x7b", "top_k: 2", "top_k: 1");
+  const Result rb = run(args + "--system " + sys.string() + " --model " + model.string() + " --out-dir " + b.string(),
+                        b);
+  ASSERT_EQ(rb.status, 0) << rb.err;
+  nlohmann::ordered_json ja = nlohmann::ordered_json::parse(without_host(a));
+  nlohmann::ordered_json jb = nlohmann::ordered_json::parse(without_host(b));
+  EXPECT_EQ(ja.at("system_overrides").get<std::vector<std::string>>(),
+            (std::vector<std::string>{"nvlink.bw_gbps_per_direction_per_gpu=20", "hub.implementation=moehub"}));
+  EXPECT_EQ(ja.at("model_overrides").get<std::vector<std::string>>(), std::vector<std::string>{"top_k=1"});
+  EXPECT_FALSE(jb.contains("system_overrides"));
+  EXPECT_FALSE(jb.contains("model_overrides"));
+  ja.erase("system_overrides");
+  ja.erase("model_overrides");
+  EXPECT_EQ(ja.dump(2), jb.dump(2));
+  // and it changed the run: links of a tenth of the bandwidth lengthen the layer (its combine)
+  const Result rc = run(args + "--set system.hub.implementation=moehub --set model.top_k=1 --out-dir " +
+                            (a / "plain").string(),
+                        a);
+  ASSERT_EQ(rc.status, 0) << rc.err;
+  const auto plain = nlohmann::json::parse(slurp(a / "plain" / "results.json"));
+  EXPECT_GT(ja.at("layer_time_us").get<double>(), plain.at("layer_time_us").get<double>());
+}
+
 TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
   // region_full: error and regions of 8 rows: the first region that fills ends the run
   const fs::path d = temp_dir("region");
@@ -353,6 +390,16 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
       // software all-to-alls on MoE-Hub hubs: refused, not a deadlock
       {"--schedule megatron --hub-impl moehub", "hub.implementation"},
       {"--schedule ring-expert --hub-impl moehub", "hub.implementation"},
+      // config overrides: checked as the file's values are, named by their flag
+      {"--set system.nvlink.credits_flits=0", "key '--set system.nvlink.credits_flits': must be in [1, "},
+      {"--set system.nvlink.credit_flits=8", "did you mean 'credits_flits'?"},
+      {"--set model.top_k=9", "key '--set model.top_k': must be <= num_experts = 8"},
+      {"--set nvlink.credits_flits=8", "key '--set': the key must start with 'system.' or 'model.'"},
+      {"--set system.num_gpus", "expected system.KEY=VALUE"},
+      {"--set system.num_gpus=4 --set system.num_gpus=8", "set twice"},
+      {"--set system.num_gpus=4 8", "not expected: 8"},  // one KEY=VALUE per --set
+      {"--set system.hub.implementation=moehub", "with --set system.hub.implementation=moehub: key "
+                                                 "'hub.implementation'"},
   };
   int i = 0;
   for (const auto& [args, key] : cases) {
