@@ -348,11 +348,16 @@ def write_trace_dir(directory, files):
 
 CLI_FLAGS = ["--system", "--model", "--schedule", "--tokens", "--seed", "--distribution", "--imbalance-std",
              "--zipf-s", "--routing-trace", "--granularity", "--comm-sms", "--repeat", "--max-sim-time",
-             "--results", "--timeline", "--out-dir"]
+             "--results", "--timeline", "--out-dir", "--set"]
 CLI_VALUES = ["0", "1", "-1", "2", "16", "1000", "1001", "1e3", "1e308", "nan", "inf", "-inf", "", " ",
               "abc", "2147483648", "9223372036854775808", "18446744073709551615", "-0", "0.0001", "1e-300",
               "normal", "zipf", "packet", "row", "megatron", "ring-token", "ideal", "dgx-h800", "no-such",
-              "/nonexistent/x.yaml", "/", ".", "-", "--", "--tokens", "x" * 300, "16777217", "33554432"]
+              "/nonexistent/x.yaml", "/", ".", "-", "--", "--tokens", "x" * 300, "16777217", "33554432",
+              # --set overrides: valid, out of range, unknown, maps, malformed
+              "system.num_gpus=3", "system.nvlink.credits_flits=9", "system.nvlink.credits_flits=0",
+              "model.top_k=99", "model.num_experts=1", "system.nvlink=1", "system.no.such=1", "model.top_k=",
+              "system.gpu.gemm.k_half=[1]", "system.hub.implementation=moehub", "system.sim.granularity=row",
+              "model.name=x=y", "system..x=1", "system.num_gpus=1e3"]
 
 
 def mutate_cli(rng, args, out_dir):
@@ -406,9 +411,52 @@ def suspended_thread_leaks_only(err):
     return bool(leaks) and all("sc_thread_cor_fn" in b for b in leaks)
 
 
-def check_outcome(rc, err, out_dir, cmd_args):
-    """None when the outcome is acceptable, else why not. out_dir was empty
-    before the run; --results/--timeline, when given, point into it."""
+def output_paths(cmd_args, work):
+    """The results and timeline files a run of cmd_args writes, resolved as
+    moehub-sim resolves them: relative to its working directory `work`, under
+    the last --out-dir (default "out") unless --results / --timeline name them."""
+    def last(flag):
+        value = None
+        for i, a in enumerate(cmd_args[:-1]):
+            if a == flag:
+                value = cmd_args[i + 1]
+        return value
+    out = os.path.join(work, last("--out-dir") or "out")
+    results, timeline = last("--results"), last("--timeline")
+    return (os.path.normpath(os.path.join(work, results) if results else os.path.join(out, "results.json")),
+            os.path.normpath(os.path.join(work, timeline) if timeline else os.path.join(out, "timeline.json")))
+
+
+def file_times(paths):
+    """{path: modification time} of those of `paths` that are files."""
+    times = {}
+    for p in paths:
+        try:
+            if os.path.isfile(p):
+                times[p] = os.stat(p).st_mtime_ns
+        except OSError:
+            pass
+    return times
+
+
+def snapshot(work, cmd_args):
+    """The files a run may write or leave behind, with their times: everything
+    under its working directory and its two output paths (which may lie outside)."""
+    paths = set(output_paths(cmd_args, work))
+    for base, _, names in os.walk(work):
+        paths.update(os.path.join(base, n) for n in names)
+    return file_times(paths)
+
+
+def changed(before, after):
+    """Files of `after` that are new or were modified since `before`."""
+    return sorted(p for p, t in after.items() if before.get(p) != t)
+
+
+def check_outcome(rc, err, work, before, cmd_args):
+    """None when the outcome is acceptable, else why not. `before` is the
+    snapshot() of the run's working directory `work` taken before it ran;
+    outputs may also lie outside `work` (an absolute --out-dir)."""
     known_leaks = rc == SANITIZER_EXIT and suspended_thread_leaks_only(err)
     if known_leaks:
         rc = 3
@@ -421,20 +469,18 @@ def check_outcome(rc, err, out_dir, cmd_args):
     for mark in SANITIZER_MARKS:
         if mark in err and not known_leaks:
             return "sanitizer report (%s)" % mark
-    written = []
-    for base, _, names in os.walk(out_dir):
-        written += [os.path.join(base, n) for n in names]
+    results, _ = output_paths(cmd_args, work)
+    written = changed(before, snapshot(work, cmd_args))
     if rc == 0:
         help_or_version = any(a.startswith("--help") or a in ("-h", "--version") for a in cmd_args)
-        results = [p for p in written if p.endswith(".json") and "timeline" not in os.path.basename(p)]
-        if not results and not help_or_version and "--results" not in cmd_args:
-            return "exit 0 without results.json"
-        for path in results:
+        if not help_or_version:
+            if results not in written:
+                return "exit 0 without results.json"
             try:
-                with open(path, encoding="utf-8") as f:
+                with open(results, encoding="utf-8") as f:
                     json.load(f)
             except (ValueError, OSError, UnicodeDecodeError) as e:
-                return "%s does not parse: %s" % (os.path.basename(path), e)
+                return "%s does not parse: %s" % (os.path.basename(results), e)
     if (rc == 2 or (rc == 3 and TIME_LIMIT_MARK in err)) and written:
         return "exit %d left %s behind" % (rc, ", ".join(os.path.basename(p) for p in written))
     return None
@@ -487,6 +533,7 @@ def run_case(args, case):
     env.setdefault("LSAN_OPTIONS", "use_stacks=0")  # as the asan test preset: CMakePresets.json
     env["UBSAN_OPTIONS"] = env.get("UBSAN_OPTIONS", "print_stacktrace=1") + \
         ":halt_on_error=1:abort_on_error=0:exitcode=%d" % SANITIZER_EXIT
+    before = snapshot(work, cmd_args)
     start = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -505,7 +552,11 @@ def run_case(args, case):
         except subprocess.TimeoutExpired as e:
             rc, err = None, (e.stderr or b"").decode("utf-8", "replace")
     elapsed = time.monotonic() - start
-    problem = check_outcome(rc, err, out_dir, cmd_args)
+    problem = check_outcome(rc, err, work, before, cmd_args)
+    for path in changed(before, file_times(output_paths(cmd_args, work))):
+        # outputs outside the case's folder (an absolute --out-dir) go with it
+        if not path.startswith(work + os.sep) and path not in before:
+            os.remove(path)
     if problem:
         keep = os.path.join(args.work_dir, "failures", "%s-%05d" % (case.kind, case.index))
         shutil.rmtree(keep, ignore_errors=True)
