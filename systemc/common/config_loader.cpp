@@ -663,9 +663,8 @@ std::vector<std::string> apply_overrides(YAML::Node& document, const std::vector
 
 /// Reads the config with `read`, answering a refused override value for its --set flag.
 template <typename Config, typename Read>
-Config read_with_overrides(const std::string& path, const std::vector<ConfigOverride>& overrides,
+Config read_with_overrides(YAML::Node document, const std::string& path, const std::vector<ConfigOverride>& overrides,
                            const std::string& target, Read read) {
-  YAML::Node document = load_yaml_document(path);
   std::vector<std::string> applied = apply_overrides(document, overrides, target, path);
   try {
     Config c = read(document, path);
@@ -685,6 +684,22 @@ Config read_with_overrides(const std::string& path, const std::vector<ConfigOver
     }
     throw;
   }
+}
+
+SystemConfig parse_system_config_document(YAML::Node document, const std::string& path,
+                                          const std::vector<ConfigOverride>& overrides) {
+  return read_with_overrides<SystemConfig>(std::move(document), path, overrides, "system",
+                                           [](const YAML::Node& d, const std::string& p) {
+                                             return read_system_config(d, p);
+                                           });
+}
+
+ModelConfig parse_model_config_document(YAML::Node document, const std::string& path,
+                                        const std::vector<ConfigOverride>& overrides) {
+  return read_with_overrides<ModelConfig>(std::move(document), path, overrides, "model",
+                                          [](const YAML::Node& d, const std::string& p) {
+                                            return read_model_config(d, p);
+                                          });
 }
 
 }  // namespace
@@ -712,15 +727,21 @@ ConfigOverride parse_config_override(const std::string& text) {
 }
 
 SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
-  return read_with_overrides<SystemConfig>(path, overrides, "system", [](const YAML::Node& d, const std::string& p) {
-    return read_system_config(d, p);
-  });
+  return parse_system_config_document(load_yaml_document(path), path, overrides);
 }
 
 ModelConfig load_model_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
-  return read_with_overrides<ModelConfig>(path, overrides, "model", [](const YAML::Node& d, const std::string& p) {
-    return read_model_config(d, p);
-  });
+  return parse_model_config_document(load_yaml_document(path), path, overrides);
+}
+
+SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name,
+                                 const std::vector<ConfigOverride>& overrides) {
+  return parse_system_config_document(parse_yaml_document(yaml_text, name), name, overrides);
+}
+
+ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name,
+                               const std::vector<ConfigOverride>& overrides) {
+  return parse_model_config_document(parse_yaml_document(yaml_text, name), name, overrides);
 }
 
 // ---------------------------------------------------------------------------

@@ -77,6 +77,11 @@ ConfigOverride parse_config_override(const std::string& text);
 /// the checks refuse (with the message they give for a value in the file).
 SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides);
 ModelConfig load_model_config(const std::string& path, const std::vector<ConfigOverride>& overrides);
+/// The same from YAML text held in memory; `name` stands for the file.
+SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name,
+                                 const std::vector<ConfigOverride>& overrides);
+ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name,
+                               const std::vector<ConfigOverride>& overrides);
 
 /// A path that exists is returned as is; otherwise `name_or_path` is taken as
 /// the name of a shipped config, MOEHUB_CONFIG_DIR "/" kind "/" name ".yaml"

@@ -8,11 +8,16 @@
 // planted copy built as fuzz_config_planted). Half of the mutations are
 // structure-aware: a number after "key: " is replaced by a value at or past
 // the edge of a plausible range; the rest are libFuzzer's byte mutations.
+// Each line of the input that starts with "system." or "model." is also read
+// as a --set override and applied to the shipped dgx-h800 and mixtral-8x7b
+// configs: an override must not get a value past the same checks.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,7 +150,49 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
   return new_size;
 }
 
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (!f) {
+    std::fprintf(stderr, "fuzz_config: cannot read %s\n", path.c_str());
+    std::abort();
+  }
+  return ss.str();
+}
+
+std::string& shipped_system() {
+  static std::string text;
+  return text;
+}
+
+std::string& shipped_model() {
+  static std::string text;
+  return text;
+}
+
+/// The input's override lines ("system.KEY=VALUE" / "model.KEY=VALUE"), at most 8.
+std::vector<moehub::ConfigOverride> override_lines(const std::string& text) {
+  std::vector<moehub::ConfigOverride> out;
+  std::istringstream in(text);
+  std::string line;
+  while (out.size() < 8 && std::getline(in, line)) {
+    if (line.rfind("system.", 0) != 0 && line.rfind("model.", 0) != 0) continue;
+    try {
+      out.push_back(moehub::parse_config_override(line));
+    } catch (const moehub::ConfigError&) {
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  shipped_system() = slurp(MOEHUB_CONFIG_DIR "/systems/dgx-h800.yaml");
+  shipped_model() = slurp(MOEHUB_CONFIG_DIR "/models/mixtral-8x7b.yaml");
   // the oracle must know every key of the table
   moehub::SystemConfig s;
   moehub::ModelConfig m;
@@ -165,6 +212,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     check_model(moehub::parse_model_config(text, "fuzz.yaml"));
   } catch (const moehub::ConfigError&) {
+  }
+  const std::vector<moehub::ConfigOverride> overrides = override_lines(text);
+  if (!overrides.empty()) {
+    try {
+      check_system(moehub::parse_system_config(shipped_system(), "dgx-h800.yaml", overrides));
+    } catch (const moehub::ConfigError&) {
+    }
+    try {
+      check_model(moehub::parse_model_config(shipped_model(), "mixtral-8x7b.yaml", overrides));
+    } catch (const moehub::ConfigError&) {
+    }
   }
   return 0;
 }
