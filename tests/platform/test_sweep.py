@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """host/scripts/sweep.py on a tiny grid: the rows it writes, the varied key's
 column, the overrides it passes on, and its answers to a bad --vary and to a run
-that fails.
+that fails; then host/scripts/sweep_plot.py on its CSV (when matplotlib is there).
 
   tests/platform/test_sweep.py build/release/host/sim/moehub-sim
 """
@@ -14,6 +14,7 @@ import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SWEEP = os.path.join(ROOT, "host", "scripts", "sweep.py")
+PLOT = os.path.join(ROOT, "host", "scripts", "sweep_plot.py")
 KEY = "system.nvlink.bw_gbps_per_direction_per_gpu"
 
 
@@ -55,6 +56,19 @@ def main():
         with open(os.path.join(out, "sweep.md")) as f:
             table = f.read()
         check(KEY in table.splitlines()[0], "the table has no column for the varied key")
+
+        try:
+            import matplotlib  # noqa: F401
+            png = os.path.join(tmp, "bw.png")
+            p = subprocess.run([sys.executable, PLOT, "--x", KEY, "--csv", "a=" + os.path.join(out, "sweep.csv"),
+                                "--out", png], capture_output=True, text=True)
+            check(p.returncode == 0 and os.path.getsize(png) > 1000, "sweep_plot failed: " + p.stderr)
+            p = subprocess.run([sys.executable, PLOT, "--x", "no_such_column", "--csv",
+                                "a=" + os.path.join(out, "sweep.csv"), "--out", png + "2"], capture_output=True, text=True)
+            check(p.returncode == 2 and "no column 'no_such_column'" in p.stderr and not os.path.exists(png + "2"),
+                  "sweep_plot on a missing column: rc %d, %s" % (p.returncode, p.stderr))
+        except ImportError:
+            print("test_sweep: no matplotlib, sweep_plot.py not run")
 
         bad = sweep(sim, os.path.join(tmp, "bad"), "--vary", "nvlink.bw=1,2")
         check(bad.returncode == 2 and "expected system.KEY=V1,V2" in bad.stderr, "bad --vary: " + bad.stderr)
