@@ -39,9 +39,9 @@ def parse_vary(text):
     """--vary TARGET.KEY=V1,V2,... as (KEY, [V1, V2, ...])."""
     key, eq, values = text.partition("=")
     vals = [v for v in values.split(",") if v]
-    if not eq or not key.startswith(("system.", "model.")) or not vals:
+    if not eq or not key.startswith(("system.", "model.", "schedule.")) or not vals:
         raise argparse.ArgumentTypeError(
-            f"expected system.KEY=V1,V2,... or model.KEY=V1,V2,... (got '{text}')")
+            f"expected system.KEY=V1,V2,..., model.KEY=V1,V2,... or schedule.KEY=V1,V2,... (got '{text}')")
     return key, vals
 
 

@@ -25,6 +25,7 @@
 #include "platform/simulate.hpp"
 #include "trace/trace.hpp"
 #include "workload/routing_trace.hpp"
+#include "workload/schedule_options.hpp"
 #ifdef MOEHUB_HAVE_RTL
 #include "rtl_hub.hpp"
 #endif
@@ -198,7 +199,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   app.add_option("--set", sets,
                  "override one config key, system.KEY=VALUE or model.KEY=VALUE (repeatable; checked as in the "
-                 "file), e.g. --set system.nvlink.bw_gbps_per_direction_per_gpu=900")
+                 "file), e.g. --set system.nvlink.bw_gbps_per_direction_per_gpu=900, or a schedule parameter, "
+                 "schedule.KEY=VALUE, e.g. --set schedule.poll.poll_interval_ns=500")
       ->allow_extra_args(false);
   app.add_option("--comm-sms", comm_sms, "SMs used by an all-to-all kernel, >= 1")->capture_default_str();
   app.add_option("--repeat", repeat, "a2a-uniform: all-to-alls back to back, 1..1000")->capture_default_str();
@@ -227,6 +229,17 @@ int main(int argc, char** argv) {
     for (const std::string& s : sets) overrides.push_back(moehub::parse_config_override(s));
     req.system = moehub::load_system_config(moehub::resolve_config_path(system, "systems"), overrides);
     req.model = moehub::load_model_config(moehub::resolve_config_path(model, "models"), overrides);
+    for (const moehub::ConfigOverride& o : overrides) {
+      if (o.target != "schedule") continue;
+      for (const std::string& done : req.schedule_overrides) {
+        if (done.compare(0, o.key.size() + 1, o.key + "=") == 0) {
+          throw moehub::ConfigError("<command line>", "--set schedule." + o.key, "set twice");
+        }
+      }
+      moehub::set_schedule_option(req.options, o.key, o.value);
+      req.schedule_overrides.push_back(o.key + "=" + o.value);
+    }
+    moehub::check_schedule_options(req.options, req.system);
     if (granularity) {
       if (*granularity != "packet" && *granularity != "row") {
         throw moehub::ConfigError("<command line>", "--granularity",

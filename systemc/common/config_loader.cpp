@@ -707,7 +707,7 @@ ModelConfig parse_model_config_document(YAML::Node document, const std::string& 
 ConfigOverride parse_config_override(const std::string& text) {
   const std::size_t eq = text.find('=');
   const std::string usage =
-      "expected system.KEY=VALUE or model.KEY=VALUE, KEY a dotted config key (got '" + text + "')";
+      "expected system.KEY=VALUE, model.KEY=VALUE or schedule.KEY=VALUE, KEY a dotted key (got '" + text + "')";
   if (eq == std::string::npos) throw ConfigError(kCommandLine, "--set", usage);
   const std::string lhs = text.substr(0, eq);
   const std::size_t dot = lhs.find('.');
@@ -716,8 +716,9 @@ ConfigOverride parse_config_override(const std::string& text) {
   o.target = lhs.substr(0, dot);
   o.key = lhs.substr(dot + 1);
   o.value = text.substr(eq + 1);
-  if (o.target != "system" && o.target != "model") {
-    throw ConfigError(kCommandLine, "--set", "the key must start with 'system.' or 'model.' (got '" + lhs + "')");
+  if (o.target != "system" && o.target != "model" && o.target != "schedule") {
+    throw ConfigError(kCommandLine, "--set",
+                      "the key must start with 'system.', 'model.' or 'schedule.' (got '" + lhs + "')");
   }
   for (const std::string& part : split_key(o.key)) {
     if (part.empty()) throw ConfigError(kCommandLine, "--set", usage);

@@ -58,8 +58,10 @@ ModelConfig read_model_config(const YAML::Node& document, const std::string& pat
 /// ("nvlink.credits_flits") that holds a single value, VALUE written as in the
 /// YAML file. The value replaces the file's before the config is read, so it
 /// passes the same checks (type, range, cross-checks) as a value in the file.
+/// "schedule.KEY=VALUE" sets a software parameter of the schedules instead
+/// (workload/schedule_options.hpp); the config loaders skip those.
 struct ConfigOverride {
-  std::string target;  ///< "system" or "model"
+  std::string target;  ///< "system", "model" or "schedule"
   std::string key;     ///< dotted key within that config
   std::string value;
   std::string text() const { return target + "." + key + "=" + value; }

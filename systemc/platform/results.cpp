@@ -256,6 +256,7 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   // keys changed on the command line (--set), only when there are any
   if (!req.system.overrides.empty()) j["system_overrides"] = req.system.overrides;
   if (!req.model.overrides.empty()) j["model_overrides"] = req.model.overrides;
+  if (!req.schedule_overrides.empty()) j["schedule_overrides"] = req.schedule_overrides;
   j["schedule"] = req.schedule;
   j["num_gpus"] = req.system.num_gpus;
   j["tokens"] = routing.total_tokens();

@@ -29,6 +29,9 @@ struct RunRequest {
   WorkloadConfig workload;
   std::string schedule = "megatron";
   ScheduleOptions options;
+  /// The "KEY=VALUE" settings of `options` made on the command line (--set
+  /// schedule.KEY=VALUE), in order, for the results.
+  std::vector<std::string> schedule_overrides;
   bool timeline = true;  ///< build the Chrome trace
   /// Routing to replay (from a GPU trace) instead of generating one.
   std::optional<Routing> routing;

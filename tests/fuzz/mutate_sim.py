@@ -357,7 +357,9 @@ CLI_VALUES = ["0", "1", "-1", "2", "16", "1000", "1001", "1e3", "1e308", "nan", 
               "system.num_gpus=3", "system.nvlink.credits_flits=9", "system.nvlink.credits_flits=0",
               "model.top_k=99", "model.num_experts=1", "system.nvlink=1", "system.no.such=1", "model.top_k=",
               "system.gpu.gemm.k_half=[1]", "system.hub.implementation=moehub", "system.sim.granularity=row",
-              "model.name=x=y", "system..x=1", "system.num_gpus=1e3"]
+              "model.name=x=y", "system..x=1", "system.num_gpus=1e3", "schedule.poll.poll_interval_ns=100",
+              "schedule.poll.poll_sm_ns=0", "schedule.ring_grad_bytes=3", "schedule.x=1",
+              "schedule.baseline.tutel_pipeline_degree=8", "schedule.baseline.comet_comm_sms=1000"]
 
 
 def mutate_cli(rng, args, out_dir):

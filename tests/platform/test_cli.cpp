@@ -346,6 +346,27 @@ TEST(Cli, SetEqualsAnEditedConfigFile) {
   EXPECT_GT(ja.at("layer_time_us").get<double>(), plain.at("layer_time_us").get<double>());
 }
 
+TEST(Cli, SetScheduleParameterChangesTheRunAndIsRecorded) {
+  // Comet with 100 of the 132 SMs given to its communication blocks: the GEMMs get fewer
+  const fs::path a = temp_dir("sched"), b = temp_dir("sched-default");
+  const std::string args = " --tokens 2048 --quiet --no-timeline --granularity row --schedule comet ";
+  const Result ra = run(args + "--set schedule.baseline.comet_comm_sms=100 --out-dir " + a.string(), a);
+  ASSERT_EQ(ra.status, 0) << ra.err;
+  const Result rb = run(args + "--out-dir " + b.string(), b);
+  ASSERT_EQ(rb.status, 0) << rb.err;
+  const auto ja = nlohmann::json::parse(slurp(a / "results.json"));
+  const auto jb = nlohmann::json::parse(slurp(b / "results.json"));
+  EXPECT_EQ(ja.at("schedule_overrides").get<std::vector<std::string>>(),
+            std::vector<std::string>{"baseline.comet_comm_sms=100"});
+  EXPECT_FALSE(jb.contains("schedule_overrides"));
+  EXPECT_GT(ja.at("layer_time_us").get<double>(), 1.2 * jb.at("layer_time_us").get<double>());
+  // the default set by name gives the default's results
+  const fs::path c = temp_dir("sched-same");
+  const Result rc = run(args + "--set schedule.baseline.comet_comm_sms=16 --out-dir " + c.string(), c);
+  ASSERT_EQ(rc.status, 0) << rc.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(c / "results.json")).at("layer_time_us"), jb.at("layer_time_us"));
+}
+
 TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
   // region_full: error and regions of 8 rows: the first region that fills ends the run
   const fs::path d = temp_dir("region");
@@ -394,7 +415,11 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
       {"--set system.nvlink.credits_flits=0", "key '--set system.nvlink.credits_flits': must be in [1, "},
       {"--set system.nvlink.credit_flits=8", "did you mean 'credits_flits'?"},
       {"--set model.top_k=9", "key '--set model.top_k': must be <= num_experts = 8"},
-      {"--set nvlink.credits_flits=8", "key '--set': the key must start with 'system.' or 'model.'"},
+      {"--set nvlink.credits_flits=8", "key '--set': the key must start with 'system.', 'model.' or 'schedule.'"},
+      {"--set schedule.poll.poll_interval_ns=100", "key '--set schedule.poll.poll_sm_ns': must be below"},
+      {"--set schedule.poll.interval=1", "not a schedule parameter"},
+      {"--set schedule.ring_grad_bytes=3", "key '--set schedule.ring_grad_bytes': must be 1, 2, 4 or 8"},
+      {"--set schedule.source_info_bytes=8 --set schedule.source_info_bytes=16", "set twice"},
       {"--set system.num_gpus", "expected system.KEY=VALUE"},
       {"--set system.num_gpus=4 --set system.num_gpus=8", "set twice"},
       {"--set system.num_gpus=4 8", "not expected: 8"},  // one KEY=VALUE per --set

@@ -1,0 +1,135 @@
+#include "workload/schedule_options.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <sstream>
+
+#include "common/config_loader.hpp"
+
+namespace moehub {
+
+namespace {
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os.precision(15);
+  os << v;
+  return os.str();
+}
+
+/// One settable parameter: its key and how a value is read into the options.
+struct OptionKey {
+  const char* key;
+  std::function<void(ScheduleOptions&, StrictMap&, const std::string& leaf)> set;
+};
+
+OptionKey int_key(const char* key, int ScheduleOptions::*field, const Range& range) {
+  return {key, [field, range](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+            o.*field = m.get_int(leaf, range);
+          }};
+}
+
+/// 1, 2, 4 or 8 bytes per element.
+OptionKey element_bytes_key(const char* key, int ScheduleOptions::*field) {
+  return {key, [field](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+            const int v = m.get_int(leaf, Range::closed(1, 8));
+            if (v != 1 && v != 2 && v != 4 && v != 8) m.fail(leaf, "must be 1, 2, 4 or 8 (got " + std::to_string(v) + ")");
+            o.*field = v;
+          }};
+}
+
+const std::vector<OptionKey>& option_keys() {
+  // ranges: what the schedules can execute, wide enough for research; times
+  // at most one second, rates at most 1 PB/s
+  static const std::vector<OptionKey> keys = {
+      {"poll.poll_interval_ns",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.poll.poll_interval_ns = m.get_double(leaf, Range::left_open(0, 1e9));
+       }},
+      {"poll.poll_sm_ns",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.poll.poll_sm_ns = m.get_double(leaf, Range::closed(0, 1e9));
+       }},
+      {"poll.poll_bytes",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.poll.poll_bytes = m.get_double(leaf, Range::closed(0, 1e6));
+       }},
+      element_bytes_key("ring_accum_bytes", &ScheduleOptions::ring_accum_bytes),
+      element_bytes_key("ring_grad_bytes", &ScheduleOptions::ring_grad_bytes),
+      int_key("source_info_bytes", &ScheduleOptions::source_info_bytes, Range::closed(1, 128)),
+      {"baseline.tutel_pipeline_degree",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.baseline.tutel_pipeline_degree = m.get_int(leaf, Range::closed(0, 1024));
+       }},
+      {"baseline.tutel_min_rows_per_chunk",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.baseline.tutel_min_rows_per_chunk = m.get_int(leaf, Range::at_least(1));
+       }},
+      {"baseline.tutel_capacity_factor",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.baseline.tutel_capacity_factor = m.get_double(leaf, Range::left_open(0, 1000));
+       }},
+      {"baseline.comet_comm_sms",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.baseline.comet_comm_sms = m.get_int(leaf, Range::closed(1, 100000));
+       }},
+      {"baseline.layout_bytes_per_row",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.baseline.layout_bytes_per_row = m.get_double(leaf, Range::closed(0, 1e6));
+       }},
+      {"megatron.unpermute_add_gbps",
+       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
+         o.megatron.unpermute_add_gbps = m.get_double(leaf, Range::left_open(0, 1e6));
+       }},
+  };
+  return keys;
+}
+
+}  // namespace
+
+std::vector<std::string> schedule_option_keys() {
+  std::vector<std::string> out;
+  for (const OptionKey& k : option_keys()) out.push_back(k.key);
+  return out;
+}
+
+void set_schedule_option(ScheduleOptions& o, const std::string& key, const std::string& value) {
+  const std::string flag = "--set schedule." + key;
+  for (const OptionKey& k : option_keys()) {
+    if (key != k.key) continue;
+    // read the value as the config loader reads a file's: a one-key map
+    const std::string text = key.substr(key.rfind('.') + 1);
+    YAML::Node doc(YAML::NodeType::Map);
+    try {
+      doc[text] = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError("<command line>", flag, "the value is not valid YAML: " + e.msg);
+    }
+    const std::string parent = key.find('.') == std::string::npos ? "" : "." + key.substr(0, key.rfind('.'));
+    StrictMap m(doc, "<command line>", "--set schedule" + parent);
+    k.set(o, m, text);
+    m.finish();
+    return;
+  }
+  throw ConfigError("<command line>", flag, "not a schedule parameter; the keys: " + [] {
+    std::string all;
+    for (const std::string& k : schedule_option_keys()) all += (all.empty() ? "" : ", ") + k;
+    return all;
+  }());
+}
+
+void check_schedule_options(const ScheduleOptions& o, const SystemConfig& system) {
+  if (!(o.poll.poll_sm_ns < o.poll.poll_interval_ns)) {
+    throw ConfigError("<command line>", "--set schedule.poll.poll_sm_ns",
+                      "must be below poll.poll_interval_ns = " + format_number(o.poll.poll_interval_ns) + " (got " +
+                          format_number(o.poll.poll_sm_ns) + ")");
+  }
+  if (o.baseline.comet_comm_sms >= system.gpu.num_sms) {
+    throw ConfigError("<command line>", "--set schedule.baseline.comet_comm_sms",
+                      "must be below gpu.num_sms = " + std::to_string(system.gpu.num_sms) + " of system '" +
+                          system.name + "' (got " + std::to_string(o.baseline.comet_comm_sms) + ")");
+  }
+}
+
+}  // namespace moehub
