@@ -661,10 +661,11 @@ std::vector<std::string> apply_overrides(YAML::Node& document, const std::vector
   return applied;
 }
 
-/// Reads the config with `read`, answering a refused override value for its --set flag.
-template <typename Config, typename Read>
+/// Reads the config with `read` after the overrides of `target`, answering a refused
+/// override value for its --set flag.
+template <typename Config>
 Config read_with_overrides(YAML::Node document, const std::string& path, const std::vector<ConfigOverride>& overrides,
-                           const std::string& target, Read read) {
+                           const std::string& target, Config (*read)(const YAML::Node&, const std::string&)) {
   std::vector<std::string> applied = apply_overrides(document, overrides, target, path);
   try {
     Config c = read(document, path);
@@ -684,22 +685,6 @@ Config read_with_overrides(YAML::Node document, const std::string& path, const s
     }
     throw;
   }
-}
-
-SystemConfig parse_system_config_document(YAML::Node document, const std::string& path,
-                                          const std::vector<ConfigOverride>& overrides) {
-  return read_with_overrides<SystemConfig>(std::move(document), path, overrides, "system",
-                                           [](const YAML::Node& d, const std::string& p) {
-                                             return read_system_config(d, p);
-                                           });
-}
-
-ModelConfig parse_model_config_document(YAML::Node document, const std::string& path,
-                                        const std::vector<ConfigOverride>& overrides) {
-  return read_with_overrides<ModelConfig>(std::move(document), path, overrides, "model",
-                                          [](const YAML::Node& d, const std::string& p) {
-                                            return read_model_config(d, p);
-                                          });
 }
 
 }  // namespace
@@ -728,21 +713,21 @@ ConfigOverride parse_config_override(const std::string& text) {
 }
 
 SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
-  return parse_system_config_document(load_yaml_document(path), path, overrides);
+  return read_with_overrides(load_yaml_document(path), path, overrides, "system", &read_system_config);
 }
 
 ModelConfig load_model_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
-  return parse_model_config_document(load_yaml_document(path), path, overrides);
+  return read_with_overrides(load_yaml_document(path), path, overrides, "model", &read_model_config);
 }
 
 SystemConfig parse_system_config(const std::string& yaml_text, const std::string& name,
                                  const std::vector<ConfigOverride>& overrides) {
-  return parse_system_config_document(parse_yaml_document(yaml_text, name), name, overrides);
+  return read_with_overrides(parse_yaml_document(yaml_text, name), name, overrides, "system", &read_system_config);
 }
 
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& name,
                                const std::vector<ConfigOverride>& overrides) {
-  return parse_model_config_document(parse_yaml_document(yaml_text, name), name, overrides);
+  return read_with_overrides(parse_yaml_document(yaml_text, name), name, overrides, "model", &read_model_config);
 }
 
 // ---------------------------------------------------------------------------
