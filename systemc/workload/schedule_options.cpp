@@ -2,8 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <functional>
 #include <sstream>
+#include <type_traits>
 
 #include "common/config_loader.hpp"
 
@@ -24,64 +26,53 @@ struct OptionKey {
   std::function<void(ScheduleOptions&, StrictMap&, const std::string& leaf)> set;
 };
 
-OptionKey int_key(const char* key, int ScheduleOptions::*field, const Range& range) {
+/// A number or integer of the options, reached through `field`, within `range`.
+template <typename T>
+OptionKey number_key(const char* key, T& (*field)(ScheduleOptions&), const Range& range) {
   return {key, [field, range](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-            o.*field = m.get_int(leaf, range);
+            if constexpr (std::is_floating_point_v<T>) {
+              field(o) = m.get_double(leaf, range);
+            } else {
+              field(o) = m.get_int(leaf, range);
+            }
           }};
 }
 
 /// 1, 2, 4 or 8 bytes per element.
-OptionKey element_bytes_key(const char* key, int ScheduleOptions::*field) {
+OptionKey element_bytes_key(const char* key, int& (*field)(ScheduleOptions&)) {
   return {key, [field](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
             const int v = m.get_int(leaf, Range::closed(1, 8));
             if (v != 1 && v != 2 && v != 4 && v != 8) m.fail(leaf, "must be 1, 2, 4 or 8 (got " + std::to_string(v) + ")");
-            o.*field = v;
+            field(o) = v;
           }};
 }
+
+using O = ScheduleOptions;
 
 const std::vector<OptionKey>& option_keys() {
   // ranges: what the schedules can execute, wide enough for research; times
   // at most one second, rates at most 1 PB/s
   static const std::vector<OptionKey> keys = {
-      {"poll.poll_interval_ns",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.poll.poll_interval_ns = m.get_double(leaf, Range::left_open(0, 1e9));
-       }},
-      {"poll.poll_sm_ns",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.poll.poll_sm_ns = m.get_double(leaf, Range::closed(0, 1e9));
-       }},
-      {"poll.poll_bytes",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.poll.poll_bytes = m.get_double(leaf, Range::closed(0, 1e6));
-       }},
-      element_bytes_key("ring_accum_bytes", &ScheduleOptions::ring_accum_bytes),
-      element_bytes_key("ring_grad_bytes", &ScheduleOptions::ring_grad_bytes),
-      int_key("source_info_bytes", &ScheduleOptions::source_info_bytes, Range::closed(1, 128)),
-      {"baseline.tutel_pipeline_degree",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.baseline.tutel_pipeline_degree = m.get_int(leaf, Range::closed(0, 1024));
-       }},
-      {"baseline.tutel_min_rows_per_chunk",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.baseline.tutel_min_rows_per_chunk = m.get_int(leaf, Range::at_least(1));
-       }},
-      {"baseline.tutel_capacity_factor",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.baseline.tutel_capacity_factor = m.get_double(leaf, Range::left_open(0, 1000));
-       }},
-      {"baseline.comet_comm_sms",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.baseline.comet_comm_sms = m.get_int(leaf, Range::closed(1, 100000));
-       }},
-      {"baseline.layout_bytes_per_row",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.baseline.layout_bytes_per_row = m.get_double(leaf, Range::closed(0, 1e6));
-       }},
-      {"megatron.unpermute_add_gbps",
-       [](ScheduleOptions& o, StrictMap& m, const std::string& leaf) {
-         o.megatron.unpermute_add_gbps = m.get_double(leaf, Range::left_open(0, 1e6));
-       }},
+      number_key<double>("poll.poll_interval_ns", [](O& o) -> double& { return o.poll.poll_interval_ns; },
+                         Range::left_open(0, 1e9)),
+      number_key<double>("poll.poll_sm_ns", [](O& o) -> double& { return o.poll.poll_sm_ns; }, Range::closed(0, 1e9)),
+      number_key<double>("poll.poll_bytes", [](O& o) -> double& { return o.poll.poll_bytes; }, Range::closed(0, 1e6)),
+      element_bytes_key("ring_accum_bytes", [](O& o) -> int& { return o.ring_accum_bytes; }),
+      element_bytes_key("ring_grad_bytes", [](O& o) -> int& { return o.ring_grad_bytes; }),
+      number_key<int>("source_info_bytes", [](O& o) -> int& { return o.source_info_bytes; }, Range::closed(1, 128)),
+      number_key<int>("baseline.tutel_pipeline_degree", [](O& o) -> int& { return o.baseline.tutel_pipeline_degree; },
+                      Range::closed(0, 1024)),
+      number_key<std::int64_t>("baseline.tutel_min_rows_per_chunk",
+                               [](O& o) -> std::int64_t& { return o.baseline.tutel_min_rows_per_chunk; },
+                               Range::at_least(1)),
+      number_key<double>("baseline.tutel_capacity_factor",
+                         [](O& o) -> double& { return o.baseline.tutel_capacity_factor; }, Range::left_open(0, 1000)),
+      number_key<int>("baseline.comet_comm_sms", [](O& o) -> int& { return o.baseline.comet_comm_sms; },
+                      Range::closed(1, 100000)),
+      number_key<double>("baseline.layout_bytes_per_row",
+                         [](O& o) -> double& { return o.baseline.layout_bytes_per_row; }, Range::closed(0, 1e6)),
+      number_key<double>("megatron.unpermute_add_gbps", [](O& o) -> double& { return o.megatron.unpermute_add_gbps; },
+                         Range::left_open(0, 1e6)),
   };
   return keys;
 }
