@@ -7,7 +7,8 @@ worker pool) and writes one CSV row per run plus a Markdown table.
 
 Config keys: --set TARGET.KEY=VALUE (repeatable) passes moehub-sim's --set to every
 run; --vary TARGET.KEY=V1,V2,... adds one key's values as a dimension of the grid (a
-CSV column named after the key, a column of the table), e.g. the NVLink bandwidth:
+CSV column named after the key, a column of the table; repeat it for more keys: their
+product), e.g. the NVLink bandwidth:
 
   host/scripts/sweep.py --sim build/release/host/sim/moehub-sim --out out/bw \
       --schedules megatron moehub ideal --granularity row \
@@ -25,13 +26,13 @@ import subprocess
 import sys
 
 
-def run_tag(system, model, schedule, tokens, std, seed, granularity, varied=None):
+def run_tag(system, model, schedule, tokens, std, seed, granularity, varied=()):
     """The name of a run's results file in OUT/runs/; a system given as a path to
-    a YAML file contributes its path with each '/' written as '_'; a varied key
+    a YAML file contributes its path with each '/' written as '_'; each varied key
     (KEY, VALUE) adds _KEY=VALUE."""
     tag = f"{system.replace('/', '_')}_{model}_{schedule}_t{tokens}_std{std}_s{seed}_{granularity}"
-    if varied is not None:
-        tag += f"_{varied[0]}={varied[1]}".replace("/", "_")
+    for key, value in varied:
+        tag += f"_{key}={value}".replace("/", "_")
     return tag
 
 
@@ -45,7 +46,7 @@ def parse_vary(text):
     return key, vals
 
 
-def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, sets=(), varied=None):
+def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, sets=(), varied=()):
     tag = run_tag(system, model, schedule, tokens, std, seed, granularity, varied)
     results = os.path.join(out, "runs", tag + ".json")
     cmd = [sim, "--system", system, "--model", model, "--schedule", schedule, "--tokens", str(tokens),
@@ -53,8 +54,8 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, s
            "--results", results, "--no-timeline", "--quiet", "--out-dir", out]
     for s in sets:
         cmd += ["--set", s]
-    if varied is not None:
-        cmd += ["--set", f"{varied[0]}={varied[1]}"]
+    for key, value in varied:
+        cmd += ["--set", f"{key}={value}"]
     if schedule.startswith("moehub"):
         cmd += ["--hub-impl", "moehub"]  # the MoE-Hub schedules run on the MoE-Hub units
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -65,8 +66,8 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, s
     row = {"system": system, "model": model, "schedule": schedule, "tokens": tokens, "imbalance_std": std,
            "seed": seed, "granularity": granularity, "measured_load_std": round(r["measured_load_std"], 5),
            "layer_time_us": round(r["layer_time_us"], 3)}
-    if varied is not None:
-        row[varied[0]] = varied[1]
+    for key, value in varied:
+        row[key] = value
     if "routing_to_gemm1" in r:
         row["routing_to_gemm1_us"] = round(r["routing_to_gemm1"]["mean_us"], 3)
         if "end_mean_us" in r["routing_to_gemm1"]:
@@ -90,12 +91,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--set", action="append", default=[], metavar="TARGET.KEY=VALUE",
                     help="moehub-sim --set for every run (repeatable)")
-    ap.add_argument("--vary", type=parse_vary, metavar="TARGET.KEY=V1,V2,...",
-                    help="one config key's values as a dimension of the grid")
+    ap.add_argument("--vary", type=parse_vary, action="append", default=[], metavar="TARGET.KEY=V1,V2,...",
+                    help="one config key's values as a dimension of the grid (repeatable)")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
-    vkey = a.vary[0] if a.vary else None
-    varied = [(vkey, v) for v in a.vary[1]] if a.vary else [None]
+    vkeys = [k for k, _ in a.vary]
+    if len(set(vkeys)) != len(vkeys):
+        ap.error("--vary: a key given twice")
+    varied = list(itertools.product(*[[(k, v) for v in vals] for k, vals in a.vary]))
     grid = list(itertools.product(a.models, a.systems, a.schedules, a.tokens, a.imbalance_std, a.seeds, varied))
     rows, failed = [], 0
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as pool:
@@ -109,10 +112,10 @@ def main():
             else:
                 rows.append(row)
     keys = ["system", "model", "schedule", "tokens", "imbalance_std", "seed", "granularity"]
-    if vkey:
-        keys.append(vkey)
-        order = {v: i for i, v in enumerate(a.vary[1])}  # the order given, not the text's
-    rows.sort(key=lambda r: tuple(order[r[k]] if k == vkey else r[k] for k in keys))
+    # varied values sort in the order given, not as text
+    order = {k: {v: i for i, v in enumerate(vals)} for k, vals in a.vary}
+    keys += vkeys
+    rows.sort(key=lambda r: tuple(order[k][r[k]] if k in order else r[k] for k in keys))
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in keys, k))
     with open(os.path.join(a.out, "sweep.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -122,11 +125,10 @@ def main():
     by = {}
     for r in rows:
         key = (r["system"], r["model"], r["tokens"], r["imbalance_std"], r["seed"])
-        if vkey:
-            key += (order[r[vkey]],)
+        key += tuple(order[k][r[k]] for k in vkeys)
         by.setdefault(key, {})[r["schedule"]] = r
     scheds = a.schedules
-    head = ["system", "model", "tokens", "std", "seed"] + ([vkey] if vkey else [])
+    head = ["system", "model", "tokens", "std", "seed"] + vkeys
     lines = ["| " + " | ".join(head) + " | " + " | ".join(f"{s} (us)" for s in scheds) +
              (" | megatron / ideal |" if {"megatron", "ideal"} <= set(scheds) else " |"),
              "|" + " --- |" * (len(head) + len(scheds) + ({"megatron", "ideal"} <= set(scheds)))]
@@ -136,7 +138,7 @@ def main():
         ratio = ""
         if "megatron" in d and "ideal" in d:
             ratio = f" {d['megatron']['layer_time_us'] / d['ideal']['layer_time_us']:.3f} |"
-        shown = key[:5] + ((a.vary[1][key[5]],) if vkey else ())
+        shown = key[:5] + tuple(a.vary[i][1][key[5 + i]] for i in range(len(vkeys)))
         lines.append("| " + " | ".join(str(x) for x in shown) + " | " + " | ".join(cells) + " |" + ratio)
     with open(os.path.join(a.out, "sweep.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

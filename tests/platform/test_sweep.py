@@ -70,6 +70,17 @@ def main():
         except ImportError:
             print("test_sweep: no matplotlib, sweep_plot.py not run")
 
+        # two varied keys: their product, a column each, in the order given
+        two = os.path.join(tmp, "two")
+        p = sweep(sim, two, "--schedules", "ideal", "--vary", KEY + "=400,20",
+                  "--vary", "system.nvlink.credits_flits=4096,2048")
+        check(p.returncode == 0, "two-key sweep failed: " + p.stderr)
+        with open(os.path.join(two, "sweep.csv")) as f:
+            pairs = [(r[KEY], r["system.nvlink.credits_flits"]) for r in csv.DictReader(f)]
+        check(pairs == [("400", "4096"), ("400", "2048"), ("20", "4096"), ("20", "2048")], "two keys: %s" % pairs)
+        twice = sweep(sim, os.path.join(tmp, "twice"), "--vary", KEY + "=1,2", "--vary", KEY + "=3")
+        check(twice.returncode == 2 and "a key given twice" in twice.stderr, "a key varied twice: " + twice.stderr)
+
         bad = sweep(sim, os.path.join(tmp, "bad"), "--vary", "nvlink.bw=1,2")
         check(bad.returncode == 2 and "expected system.KEY=V1,V2" in bad.stderr, "bad --vary: " + bad.stderr)
         failed = sweep(sim, os.path.join(tmp, "failed"), "--schedules", "ideal", "--set", "system.nvlink.credits_flits=0")
