@@ -94,6 +94,13 @@ struct HubConfig {
   int rpm_timer_cycles = 64;         ///< bypass timer of a partial entry, >= 0
   bool rpm_hold_partial = true;      ///< partial entries wait for merging until the timer
   int rpm_pick_cycles = 1;           ///< one scheduler decision, >= 0
+  /// Writes in flight to one peer at which the hub's egress counts the peer
+  /// congested and takes other peers' stores first (the packet manager, and
+  /// the conventional hub's FIFO), holding its data while every store it holds
+  /// is for a congested peer: a window of writes in flight per peer. 0: twice
+  /// the GPU's egress bandwidth-delay product over an unloaded write round trip
+  /// (the default). >= 0.
+  int congestion_packets = 0;
   double dam_ready_latency_ns = 10;  ///< DAM Ready signal to the thread-block scheduler, >= 0
 };
 

@@ -72,6 +72,7 @@ constexpr KeyRange kTable[] = {
     {S, "hub.rpm_entries_per_peer", kInt, 1, kIn, 65536, kIn, ""},
     {S, "hub.rpm_timer_cycles", kInt, 0, kIn, 1 << 24, kIn, ""},
     {S, "hub.rpm_pick_cycles", kInt, 0, kIn, 1 << 20, kIn, ""},
+    {S, "hub.congestion_packets", kInt, 0, kIn, 1 << 24, kIn, ""},
     {S, "hub.dam_ready_latency_ns", kNum, 0, kIn, kMaxNs, kIn, ""},
     {S, "sim.sync_quantum_ns", kNum, 1e-3, kIn, 1e6, kIn, ""},
     {S, "sim.timeline_bin_us", kNum, 1e-3, kIn, kMaxUs, kIn, ""},

@@ -88,6 +88,7 @@ std::vector<std::pair<const char*, double>> fields(const moehub::SystemConfig& s
           {"hub.rpm_entries_per_peer", s.hub.rpm_entries_per_peer},
           {"hub.rpm_timer_cycles", s.hub.rpm_timer_cycles},
           {"hub.rpm_pick_cycles", s.hub.rpm_pick_cycles},
+          {"hub.congestion_packets", s.hub.congestion_packets},
           {"hub.dam_ready_latency_ns", s.hub.dam_ready_latency_ns},
           {"sim.sync_quantum_ns", s.sim.sync_quantum_ns},
           {"sim.timeline_bin_us", s.sim.timeline_bin_us},

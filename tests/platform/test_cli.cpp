@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -365,6 +366,25 @@ TEST(Cli, SetScheduleParameterChangesTheRunAndIsRecorded) {
   const Result rc = run(args + "--set schedule.baseline.comet_comm_sms=16 --out-dir " + c.string(), c);
   ASSERT_EQ(rc.status, 0) << rc.err;
   EXPECT_EQ(nlohmann::json::parse(slurp(c / "results.json")).at("layer_time_us"), jb.at("layer_time_us"));
+}
+
+TEST(Cli, CongestionThresholdIsTheHubsSignal) {
+  // hub.congestion_packets: a low threshold marks peers congested far more often; the run
+  // still delivers everything (self-checks)
+  const std::string args = " --tokens 4096 --quiet --no-timeline --granularity row --schedule moehub ";
+  long long events[2] = {0, 0};
+  int i = 0;
+  for (const char* th : {"0", "2"}) {
+    const fs::path d = temp_dir(std::string("cong") + th);
+    const Result r = run(args + "--set system.hub.implementation=moehub --set system.hub.congestion_packets=" + th +
+                             " --out-dir " + d.string(),
+                         d);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+    EXPECT_TRUE(j.at("checks").at("passed").get<bool>());
+    events[i++] = j.at("moehub").at("hub").at("peer_congestion_events").get<long long>();
+  }
+  EXPECT_GT(events[1], 10 * std::max(1LL, events[0])) << events[0] << " vs " << events[1];
 }
 
 TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
