@@ -225,17 +225,11 @@ int main(int argc, char** argv) {
 
   moehub::RunRequest req;
   try {
-    std::vector<moehub::ConfigOverride> overrides;
-    for (const std::string& s : sets) overrides.push_back(moehub::parse_config_override(s));
+    const std::vector<moehub::ConfigOverride> overrides = moehub::parse_config_overrides(sets);
     req.system = moehub::load_system_config(moehub::resolve_config_path(system, "systems"), overrides);
     req.model = moehub::load_model_config(moehub::resolve_config_path(model, "models"), overrides);
     for (const moehub::ConfigOverride& o : overrides) {
       if (o.target != "schedule") continue;
-      for (const std::string& done : req.schedule_overrides) {
-        if (done.compare(0, o.key.size() + 1, o.key + "=") == 0) {
-          throw moehub::ConfigError("<command line>", "--set schedule." + o.key, "set twice");
-        }
-      }
       moehub::set_schedule_option(req.options, o.key, o.value);
       req.schedule_overrides.push_back(o.key + "=" + o.value);
     }

@@ -616,12 +616,9 @@ std::string key_list(const YAML::Node& map, const std::string& wanted) {
 std::vector<std::string> apply_overrides(YAML::Node& document, const std::vector<ConfigOverride>& overrides,
                                          const std::string& target, const std::string& file) {
   std::vector<std::string> applied;
-  std::vector<std::string> seen;
   for (const ConfigOverride& o : overrides) {
     if (o.target != target) continue;
     const std::string flag = "--set " + o.target + "." + o.key;
-    if (std::find(seen.begin(), seen.end(), o.key) != seen.end()) throw ConfigError(kCommandLine, flag, "set twice");
-    seen.push_back(o.key);
     const std::vector<std::string> parts = split_key(o.key);
     YAML::Node map;
     map.reset(document);
@@ -712,6 +709,22 @@ ConfigOverride parse_config_override(const std::string& text) {
   if (o.value.empty()) throw ConfigError(kCommandLine, "--set " + lhs, "no value after '='");
   return o;
 }
+
+std::vector<ConfigOverride> parse_config_overrides(const std::vector<std::string>& texts) {
+  std::vector<ConfigOverride> out;
+  for (const std::string& t : texts) {
+    ConfigOverride o = parse_config_override(t);
+    for (const ConfigOverride& earlier : out) {
+      if (earlier.target == o.target && earlier.key == o.key) {
+        throw ConfigError(kCommandLine, "--set " + o.target + "." + o.key, "set twice");
+      }
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string format_config_number(double v) { return format_number(v); }
 
 SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
   return read_with_overrides(load_yaml_document(path), path, overrides, "system", &read_system_config);

@@ -70,11 +70,17 @@ struct ConfigOverride {
 /// Parses one `--set` argument. A malformed one is a ConfigError naming
 /// "<command line>" and "--set".
 ConfigOverride parse_config_override(const std::string& text);
+/// Parses every `--set` argument of a command line; a key given twice (same
+/// target and key) is a ConfigError naming "--set TARGET.KEY": "set twice".
+std::vector<ConfigOverride> parse_config_overrides(const std::vector<std::string>& texts);
+
+/// A number as config messages print it: shortest readable form (3350, 0.5, 1e+20).
+std::string format_config_number(double v);
 
 /// As load_system_config / load_model_config, with the overrides of the
 /// matching target (the others are skipped) applied in order and recorded in
 /// `overrides` of the result. A key that the file lacks, one that holds a map,
-/// a key set twice or a value that is not a single YAML scalar is a
+/// or a value that is not a single YAML scalar is a
 /// ConfigError naming "<command line>" and "--set TARGET.KEY"; so is a value
 /// the checks refuse (with the message they give for a value in the file).
 SystemConfig load_system_config(const std::string& path, const std::vector<ConfigOverride>& overrides);

@@ -49,9 +49,10 @@ golden::HubFunctions functions_from(const SystemConfig& sys, int gpu) {
 /// Packets in flight towards one peer (sent, not yet answered) beyond which
 /// the peer counts as congested: hub.congestion_packets, or when that is 0
 /// twice the bandwidth-delay product of the GPU's egress over an unloaded
-/// write round trip (links both ways, switch, hubs, crossbar, HBM). Assumption: the packet manager learns congestion from
-/// its outstanding writes; the paper names congestion-aware scheduling but
-/// not the signal it uses.
+/// write round trip (links both ways, switch, hubs, crossbar, HBM).
+/// Assumption: the packet manager learns congestion from its outstanding
+/// writes; the paper names congestion-aware scheduling but not the signal it
+/// uses.
 std::uint64_t congestion_packets(const SystemConfig& sys) {
   if (sys.hub.congestion_packets > 0) return static_cast<std::uint64_t>(sys.hub.congestion_packets);
   const double rtt_ns = 4 * sys.nvlink.gpu_switch_latency_ns + 2 * sys.nvswitch.crossing_latency_ns +

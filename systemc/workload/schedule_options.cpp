@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <sstream>
 #include <type_traits>
 
 #include "common/config_loader.hpp"
@@ -12,13 +11,6 @@
 namespace moehub {
 
 namespace {
-
-std::string format_number(double v) {
-  std::ostringstream os;
-  os.precision(15);
-  os << v;
-  return os.str();
-}
 
 /// One settable parameter: its key and how a value is read into the options.
 struct OptionKey {
@@ -103,18 +95,16 @@ void set_schedule_option(ScheduleOptions& o, const std::string& key, const std::
     m.finish();
     return;
   }
-  throw ConfigError("<command line>", flag, "not a schedule parameter; the keys: " + [] {
-    std::string all;
-    for (const std::string& k : schedule_option_keys()) all += (all.empty() ? "" : ", ") + k;
-    return all;
-  }());
+  std::string all;
+  for (const OptionKey& k : option_keys()) all += (all.empty() ? "" : ", ") + std::string(k.key);
+  throw ConfigError("<command line>", flag, "not a schedule parameter; the keys: " + all);
 }
 
 void check_schedule_options(const ScheduleOptions& o, const SystemConfig& system) {
   if (!(o.poll.poll_sm_ns < o.poll.poll_interval_ns)) {
     throw ConfigError("<command line>", "--set schedule.poll.poll_sm_ns",
-                      "must be below poll.poll_interval_ns = " + format_number(o.poll.poll_interval_ns) + " (got " +
-                          format_number(o.poll.poll_sm_ns) + ")");
+                      "must be below poll.poll_interval_ns = " + format_config_number(o.poll.poll_interval_ns) +
+                          " (got " + format_config_number(o.poll.poll_sm_ns) + ")");
   }
   if (o.baseline.comet_comm_sms >= system.gpu.num_sms) {
     throw ConfigError("<command line>", "--set schedule.baseline.comet_comm_sms",

@@ -667,12 +667,6 @@ TEST_F(ConfigFiles, ResolveUnknownNameListsTheAvailableOnes) {
 // ---------------------------------------------------------------------------
 // Overrides (moehub-sim --set)
 
-std::vector<ConfigOverride> overrides(const std::vector<std::string>& texts) {
-  std::vector<ConfigOverride> out;
-  for (const std::string& t : texts) out.push_back(parse_config_override(t));
-  return out;
-}
-
 TEST(ConfigOverrides, ParseTargetKeyAndValue) {
   const ConfigOverride o = parse_config_override("system.gpu.gemm.k_half=512");
   EXPECT_EQ(o.target, "system");
@@ -697,7 +691,7 @@ TEST(ConfigOverrides, ChangeOnlyTheirKeyAndAreRecorded) {
   const std::string path = shipped("systems", "dgx-h800");
   const SystemConfig plain = load_system_config(path);
   const SystemConfig set = load_system_config(
-      path, overrides({"system.nvlink.credits_flits=1024", "system.gpu.gemm.k_half=500.5", "model.top_k=1",
+      path, parse_config_overrides({"system.nvlink.credits_flits=1024", "system.gpu.gemm.k_half=500.5", "model.top_k=1",
                        "system.hub.implementation=moehub"}));
   EXPECT_EQ(set.nvlink.credits_flits, 1024);
   EXPECT_NE(plain.nvlink.credits_flits, 1024);
@@ -716,12 +710,12 @@ TEST(ConfigOverrides, ChangeOnlyTheirKeyAndAreRecorded) {
   EXPECT_EQ(set.gpu.gemm.n_half, plain.gpu.gemm.n_half);
   EXPECT_EQ(set.hub.rat_entries, plain.hub.rat_entries);
   // the model's override goes to the model only
-  const ModelConfig m = load_model_config(shipped("models", "mixtral-8x7b"), overrides({"model.top_k=1"}));
+  const ModelConfig m = load_model_config(shipped("models", "mixtral-8x7b"), parse_config_overrides({"model.top_k=1"}));
   EXPECT_EQ(m.top_k, 1);
   EXPECT_EQ(m.overrides, std::vector<std::string>{"top_k=1"});
   // the same value as the file's is accepted and still recorded
   const SystemConfig same = load_system_config(
-      path, overrides({"system.num_gpus=" + std::to_string(plain.num_gpus)}));
+      path, parse_config_overrides({"system.num_gpus=" + std::to_string(plain.num_gpus)}));
   EXPECT_EQ(same.num_gpus, plain.num_gpus);
   EXPECT_EQ(same.overrides.size(), 1u);
 }
@@ -755,17 +749,17 @@ TEST(ConfigOverrides, RefusedOverridesNameTheirFlag) {
     EXPECT_TRUE(contains(e.message(), c.message_part)) << e.what();
   }
   const ConfigError twice = expect_config_error(
-      [&] { load_system_config(path, overrides({"system.num_gpus=4", "system.num_gpus=8"})); });
+      [&] { load_system_config(path, parse_config_overrides({"system.num_gpus=4", "system.num_gpus=8"})); });
   EXPECT_EQ(twice.key(), "--set system.num_gpus");
   EXPECT_EQ(twice.message(), "set twice");
   // a cross-check that the override breaks names the override too
   const ConfigError topk = expect_config_error(
-      [] { load_model_config(shipped("models", "mixtral-8x7b"), overrides({"model.top_k=9"})); });
+      [] { load_model_config(shipped("models", "mixtral-8x7b"), parse_config_overrides({"model.top_k=9"})); });
   EXPECT_EQ(topk.key(), "--set model.top_k");
   EXPECT_EQ(topk.message(), "must be <= num_experts = 8 (got 9)");
   // an error of the file itself still names the file
   const ConfigError file = expect_config_error(
-      [] { load_system_config(MOEHUB_SOURCE_DIR "/no-such.yaml", overrides({"system.num_gpus=4"})); });
+      [] { load_system_config(MOEHUB_SOURCE_DIR "/no-such.yaml", parse_config_overrides({"system.num_gpus=4"})); });
   EXPECT_EQ(file.file(), MOEHUB_SOURCE_DIR "/no-such.yaml");
 }
 
