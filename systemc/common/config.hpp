@@ -96,11 +96,16 @@ struct HubConfig {
   int rpm_pick_cycles = 1;           ///< one scheduler decision, >= 0
   /// Writes in flight to one peer at which the hub's egress counts the peer
   /// congested and takes other peers' stores first (the packet manager, and
-  /// the conventional hub's FIFO), holding its data while every store it holds
-  /// is for a congested peer: a window of writes in flight per peer. 0: twice
-  /// the GPU's egress bandwidth-delay product over an unloaded write round trip
-  /// (the default). >= 0.
+  /// the conventional hub's FIFO with fifo_passes_congested), holding its data
+  /// while every store it holds is for a congested peer: a window of writes in
+  /// flight per peer. 0: twice the GPU's egress bandwidth-delay product over an
+  /// unloaded write round trip (the default). >= 0.
   int congestion_packets = 0;
+  /// The conventional hub's FIFO lets stores to uncongested peers pass older
+  /// stores to congested ones (the window of congestion_packets). false (the
+  /// default): stores leave in issue order whatever the congestion, as in the
+  /// MoE-Hub paper's baseline.
+  bool fifo_passes_congested = false;
   double dam_ready_latency_ns = 10;  ///< DAM Ready signal to the thread-block scheduler, >= 0
 };
 

@@ -505,6 +505,7 @@ void read_hub(StrictMap m, HubConfig& h) {
   h.rpm_hold_partial = m.get_enum("rpm_hold_partial", {"true", "false"}) == "true";
   h.rpm_pick_cycles = int_key(m, "rpm_pick_cycles");
   h.congestion_packets = int_key(m, "congestion_packets");
+  h.fifo_passes_congested = m.get_enum("fifo_passes_congested", {"true", "false"}) == "true";
   h.dam_ready_latency_ns = number_key(m, "dam_ready_latency_ns");
   m.finish();
 }

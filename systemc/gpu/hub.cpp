@@ -18,6 +18,7 @@ golden::HubParams hub_params_from(const SystemConfig& sys, int gpu) {
   p.num_gpus = sys.num_gpus;
   p.clock_ghz = h.clock_ghz;
   p.write_buffer_entries = static_cast<std::uint32_t>(h.write_buffer_entries);
+  p.fifo_passes_congested = h.fifo_passes_congested;
   p.rat_entries = static_cast<std::uint32_t>(h.rat_entries);
   p.rat_banks = static_cast<std::uint32_t>(h.rat_banks);
   p.rat_ports_per_bank = static_cast<std::uint32_t>(h.rat_ports_per_bank);

@@ -70,7 +70,8 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
       // and no completion signals
       fn = golden::make_hub_functions(sys.hub.implementation, hub_params_from(sys, g));
       if (!schedule_.hub.rpm) {
-        fn.egress = std::make_unique<golden::AddressCentricEgress>(static_cast<std::uint32_t>(sys.hub.write_buffer_entries));
+        fn.egress = std::make_unique<golden::AddressCentricEgress>(
+            static_cast<std::uint32_t>(sys.hub.write_buffer_entries), sys.hub.fifo_passes_congested);
       }
       if (!schedule_.hub.dam) fn.completion = std::make_unique<golden::NoCompletion>();
     }

@@ -42,8 +42,27 @@ TEST(AddressCentric, IngressKeepsTheAddressAndRejectsRowStores) {
   EXPECT_THROW(in.on_write(rs, 20), std::logic_error);
 }
 
-TEST(AddressCentric, EgressIsAFifoThatSkipsCongestedPeersAndFills) {
-  AddressCentricEgress eg(3);
+TEST(AddressCentric, EgressIsAFifoInIssueOrderWhateverTheCongestion) {
+  // the default (hub.fifo_passes_congested: false): a store to a congested
+  // peer holds back the stores behind it
+  AddressCentricEgress eg(2, false);
+  eg.accept(store(1, 0x100), 0);
+  eg.accept(store(2, 0x200), 1);
+  EXPECT_FALSE(eg.can_accept(store(3, 0), 2));
+  EgressPick p;
+  std::vector<std::uint8_t> congested(4, 0);
+  congested[1] = 1;
+  ASSERT_TRUE(eg.pick(3, congested, p));
+  EXPECT_EQ(p.store.address, 0x100u);
+  congested[2] = 1;  // all congested: the FIFO still hands out its head
+  ASSERT_TRUE(eg.pick(4, congested, p));
+  EXPECT_EQ(p.store.address, 0x200u);
+  EXPECT_FALSE(eg.pick(5, congested, p));
+  EXPECT_EQ(eg.occupancy(), 0u);
+}
+
+TEST(AddressCentric, EgressThatPassesCongestedPeersSkipsThemAndFills) {
+  AddressCentricEgress eg(3, true);
   EXPECT_TRUE(eg.can_accept(store(1, 0), 0));
   eg.accept(store(1, 0x100), 0);
   eg.accept(store(2, 0x200), 1);
@@ -57,6 +76,9 @@ TEST(AddressCentric, EgressIsAFifoThatSkipsCongestedPeersAndFills) {
   congested[1] = 1;  // GPU 1's ports are busy: the store to GPU 2 overtakes
   ASSERT_TRUE(eg.pick(4, congested, p));
   EXPECT_EQ(p.store.address, 0x200u);
+  congested[2] = 1;  // every held store is for a congested peer: the data is held
+  EXPECT_FALSE(eg.pick(5, congested, p));
+  EXPECT_EQ(eg.occupancy(), 2u);
   congested[1] = 0;
   ASSERT_TRUE(eg.pick(5, congested, p));
   EXPECT_EQ(p.store.address, 0x100u);
@@ -77,6 +99,17 @@ TEST(HubFunctions, FactoryBuildsTheNamedImplementation) {
   std::vector<ReadySignal> ready;
   f.completion->on_write_complete(store(1, 0), 5, ready);
   EXPECT_TRUE(ready.empty());
+  // fifo_passes_congested reaches the FIFO: the store to an uncongested GPU 2
+  // passes the one to GPU 1 only with it
+  for (const bool passes : {false, true}) {
+    params.fifo_passes_congested = passes;
+    auto g = make_hub_functions("address-centric", params);
+    g.egress->accept(store(1, 0x100), 0);
+    g.egress->accept(store(2, 0x200), 0);
+    EgressPick p;
+    ASSERT_TRUE(g.egress->pick(1, {0, 1, 0}, p));
+    EXPECT_EQ(p.store.address, passes ? 0x200u : 0x100u);
+  }
   EXPECT_THROW(make_hub_functions("moehub-typo", params), std::invalid_argument);
   EXPECT_EQ(hub_implementations().front(), "address-centric");
 }

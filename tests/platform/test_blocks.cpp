@@ -376,7 +376,7 @@ TEST(HubBlock, StallBackPressuresTheLinkWithoutLosingPackets) {
   auto* ingress = new StallingIngress(5000000);
   golden::HubFunctions fns;
   fns.ingress.reset(ingress);
-  fns.egress = std::make_unique<golden::AddressCentricEgress>(4);
+  fns.egress = std::make_unique<golden::AddressCentricEgress>(4, false);
   fns.completion = std::make_unique<golden::NoCompletion>();
   CountingSink sink;
   Hub hub("hub", 0, sys, &sink, std::move(fns));
@@ -430,7 +430,7 @@ TEST(HubBlock, IngressSeesArrivalsInTimeOrder) {
   auto* ingress = new StallingIngress(0);
   golden::HubFunctions fns;
   fns.ingress.reset(ingress);
-  fns.egress = std::make_unique<golden::AddressCentricEgress>(4);
+  fns.egress = std::make_unique<golden::AddressCentricEgress>(4, false);
   fns.completion = std::make_unique<golden::NoCompletion>();
   CountingSink sink;
   Hub hub("hub", 0, sys, &sink, std::move(fns));

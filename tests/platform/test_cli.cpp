@@ -387,6 +387,31 @@ TEST(Cli, CongestionThresholdIsTheHubsSignal) {
   EXPECT_GT(events[1], 10 * std::max(1LL, events[0])) << events[0] << " vs " << events[1];
 }
 
+TEST(Cli, FifoPassingCongestedPeersIsAConfigChoice) {
+  // hub.fifo_passes_congested: the conventional write buffer (moehub-base has
+  // no packet manager) in issue order or passing congested peers; at 50 GB/s
+  // the peers are congested often enough for the choice to change the layer
+  const std::string args = " --tokens 4096 --quiet --no-timeline --granularity row --schedule moehub-base "
+                           "--hub-impl moehub --set system.nvlink.bw_gbps_per_direction_per_gpu=50 ";
+  double layer[2] = {0, 0};
+  int i = 0;
+  for (const char* v : {"false", "true"}) {
+    const fs::path d = temp_dir(std::string("fifo") + v);
+    const Result r = run(args + "--set system.hub.fifo_passes_congested=" + v + " --out-dir " + d.string(), d);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(slurp(d / "results.json"));
+    EXPECT_TRUE(j.at("checks").at("passed").get<bool>());
+    EXPECT_GT(j.at("moehub").at("hub").at("peer_congestion_events").get<long long>(), 0);
+    layer[i++] = j.at("layer_time_us").get<double>();
+  }
+  EXPECT_NE(layer[0], layer[1]);
+  const fs::path d = temp_dir("fifobad");
+  const Result bad = run(" --quiet --set system.hub.fifo_passes_congested=maybe --out-dir " + d.string(), d);
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("fifo_passes_congested"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(d / "results.json"));
+}
+
 TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
   // region_full: error and regions of 8 rows: the first region that fills ends the run
   const fs::path d = temp_dir("region");

@@ -24,7 +24,7 @@ void AddressCentricEgress::accept(const StoreRequest& s, Tick) {
 bool AddressCentricEgress::pick(Tick, const std::vector<std::uint8_t>& congested, EgressPick& out) {
   for (auto it = fifo_.begin(); it != fifo_.end(); ++it) {
     const auto d = static_cast<std::size_t>(it->dst_gpu);
-    if (d < congested.size() && congested[d]) continue;
+    if (passes_congested_ && d < congested.size() && congested[d]) continue;
     out.store = *it;
     out.merged = 1;
     out.cycles = 0;

@@ -87,7 +87,7 @@ HubFunctions build(const std::string& implementation, const HubParams& p) {
   HubFunctions f;
   if (implementation == "address-centric") {
     f.ingress = std::make_unique<AddressCentricIngress>();
-    f.egress = std::make_unique<AddressCentricEgress>(p.write_buffer_entries);
+    f.egress = std::make_unique<AddressCentricEgress>(p.write_buffer_entries, p.fifo_passes_congested);
     f.completion = std::make_unique<NoCompletion>();
     return f;
   }

@@ -3,9 +3,12 @@
 // - Ingress: the address is taken as it is (row stores are not understood:
 //   they are rejected as a logic error).
 // - Egress: a FIFO write buffer of `write_buffer_entries` packets; stores
-//   leave in the order they were issued, with no merging; a store whose
-//   destination's ports are congested does not hold back stores to others
-//   (the buffer is searched for the oldest store to an uncongested peer).
+//   leave in the order they were issued, with no merging. The congestion
+//   signal is ignored: a store to a backed-up peer holds back the stores
+//   behind it, as in the MoE-Hub paper's baseline (its Fig. 5). With
+//   `passes_congested` (hub.fifo_passes_congested) the buffer is searched for
+//   the oldest store to an uncongested peer instead, and holds its data while
+//   every store it holds is for a congested peer.
 // - Completion: signals nothing (consumers poll flags in software).
 #pragma once
 
@@ -22,7 +25,8 @@ class AddressCentricIngress : public IngressFunction {
 
 class AddressCentricEgress : public EgressFunction {
  public:
-  explicit AddressCentricEgress(std::uint32_t entries) : entries_(entries) {}
+  AddressCentricEgress(std::uint32_t entries, bool passes_congested)
+      : entries_(entries), passes_congested_(passes_congested) {}
   bool can_accept(const StoreRequest& s, Tick now) const override;
   void accept(const StoreRequest& s, Tick now) override;
   bool pick(Tick now, const std::vector<std::uint8_t>& congested, EgressPick& out) override;
@@ -31,6 +35,7 @@ class AddressCentricEgress : public EgressFunction {
 
  private:
   std::uint32_t entries_;
+  bool passes_congested_;
   std::deque<StoreRequest> fifo_;
   std::size_t count_ = 0;  ///< = fifo_.size(), asked for on every decision (a deque computes it)
 };

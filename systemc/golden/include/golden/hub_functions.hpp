@@ -93,6 +93,7 @@ struct HubParams {
   std::int32_t num_gpus = 2;
   double clock_ghz = 1.5;
   std::uint32_t write_buffer_entries = 64;
+  bool fifo_passes_congested = false;  ///< the FIFO's stores to uncongested peers pass those to congested ones
 
   // The "moehub" implementation (aau, rat, apt, rpm, dam); sources of the
   // defaults in docs/moehub-units.md.
