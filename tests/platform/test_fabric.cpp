@@ -215,6 +215,69 @@ TEST(Fabric, RemoteWritesShareHbmWithAStreamingKernel) {
 
 // A write's response leaves only once the write is in the consumer's memory,
 // for every packet of a busy all-to-all (the scoreboard checks each one).
+// Head-of-line blocking in the conventional hub. GPU 0 sends as many rows to
+// GPU 1 as to GPU 7, its all-to-all interleaving the two; five more GPUs
+// send to GPU 1, so the switches' outputs to GPU 1 run at a sixth of a
+// sender's rate, and GPU 0's packets waiting for them hold its link credits
+// at the switch inputs. With the FIFO write buffer in issue order
+// (hub.fifo_passes_congested: false, the shipped setting) every store to
+// GPU 7 waits behind one to GPU 1: GPU 7's rows arrive at the incast's pace,
+// several times later than on links of their own. Letting stores to
+// congested peers be passed (true) changes nothing here: the shipped
+// congestion window (twice the unloaded bandwidth-delay product, 5,125
+// packets) is more than GPU 0's credits (4 x 2,048 flits, 910 packets) let
+// it have in flight, so no peer is ever marked congested.
+TEST(Fabric, IssueOrderFifoHoldsBackAPeerBehindACongestedOne) {
+  SystemConfig sys = default_system();
+  ASSERT_EQ(sys.hub.implementation, "address-centric");
+  ASSERT_FALSE(sys.hub.fifo_passes_congested);
+  ASSERT_EQ(sys.hub.congestion_packets, 0);  // the derived window
+  ASSERT_GE(sys.num_gpus, 8);
+  std::vector<std::vector<std::int64_t>> rows(static_cast<std::size_t>(sys.num_gpus),
+                                              std::vector<std::int64_t>(static_cast<std::size_t>(sys.num_gpus), 0));
+  const std::int64_t n = 128;
+  const std::uint32_t row_bytes = 4096;
+  for (int s : {0, 2, 3, 4, 5, 6}) rows[static_cast<std::size_t>(s)][1] = n;
+  rows[0][7] = n;  // GPU 7 receives from GPU 0 alone and sends nothing
+  const Schedule sched = single_all_to_all(rows, row_bytes, 24);
+  // when GPU 7's (GPU 1's) last row arrived: the all-to-all starts at 0 on every GPU
+  const auto gpu7_done_ns = [](const Node& node) { return ticks_to_ns(node.scoreboard().last_event(0, 7)); };
+  const auto gpu1_done_ns = [](const Node& node) { return ticks_to_ns(node.scoreboard().last_event(0, 1)); };
+  const auto congestion_events = [](const Node& node) {
+    double e = 0;
+    for (int g = 0; g < node.num_gpus(); ++g) e += static_cast<double>(node.hub(g).congestion_events());
+    return e;
+  };
+  const double in_order7 = run_in_child(sys, sched, gpu7_done_ns);
+  const double in_order1 = run_in_child(sys, sched, gpu1_done_ns);
+  sys.hub.fifo_passes_congested = true;
+  const double passing7 = run_in_child(sys, sched, gpu7_done_ns);
+  const double passing_events = run_in_child(sys, sched, congestion_events);
+  ASSERT_FALSE(std::isnan(in_order7) || std::isnan(in_order1) || std::isnan(passing7) || std::isnan(passing_events));
+  const PacketFormat fmt = PacketFormat::from(sys.nvlink);
+  // GPU 7's rows alone on GPU 0's links
+  const double alone_ns = static_cast<double>(n) * static_cast<double>(fmt.row_flits(row_bytes)) *
+                          sys.nvlink.flit_bytes / sys.nvlink.bw_gbps_per_direction_per_gpu;
+  std::printf("GPU 7's rows from GPU 0 done at %.1f ns in issue order (GPU 1's incast at %.1f ns), %.1f ns "
+              "passing congested peers (%.0f congestion events); alone on GPU 0's links: %.1f ns\n",
+              in_order7, in_order1, passing7, passing_events, alone_ns);
+  EXPECT_GT(in_order7, 4 * alone_ns);      // held back behind the stores to GPU 1 ...
+  EXPECT_GT(in_order7, 0.8 * in_order1);   // ... at the incast's pace
+  EXPECT_EQ(passing_events, 0.0);          // the window is never reached
+  EXPECT_EQ(passing7, in_order7);
+  // A window below what the credits hold does not free GPU 7 either: it caps
+  // every peer's writes in flight, GPU 7's too (its bandwidth-delay product
+  // at this rate is about 2,560 packets), and until it is reached GPU 1's
+  // packets take the credits. Bounded here so that a better signal shows.
+  for (const int window : {256, 1024}) {
+    sys.hub.congestion_packets = window;
+    const double w7 = run_in_child(sys, sched, gpu7_done_ns);
+    ASSERT_FALSE(std::isnan(w7));
+    std::printf("window %d packets, passing congested peers: GPU 7's rows done at %.1f ns\n", window, w7);
+    EXPECT_GT(w7, 0.8 * in_order7);
+  }
+}
+
 TEST(Fabric, ResponsesNeverPrecedeTheirWrite) {
   const SystemConfig sys = default_system();
   MOEHUB_RUN_OR_SKIP(node, sys, single_all_to_all(uniform_rows(sys.num_gpus, 32), 4096, 24));
