@@ -43,28 +43,36 @@ std::unique_ptr<Node> run_node(const SystemConfig& sys, const Schedule& schedule
   return node;
 }
 
-double run_in_child(const SystemConfig& sys, const Schedule& schedule,
-                    const std::function<double(const Node&)>& measure) {
+std::vector<double> run_in_child(const SystemConfig& sys, const Schedule& schedule, std::size_t count,
+                                 const std::function<std::vector<double>(const Node&)>& measure) {
+  std::vector<double> v(count, std::nan(""));
+  const auto bytes = static_cast<ssize_t>(count * sizeof(double));
   int fd[2];
-  if (pipe(fd) != 0) return std::nan("");
+  if (pipe(fd) != 0) return v;
   const pid_t pid = fork();
-  if (pid < 0) return std::nan("");
+  if (pid < 0) return v;
   if (pid == 0) {
     close(fd[0]);
     set_picosecond_resolution();
     auto node = std::make_unique<Node>("node", sys, default_model(), schedule);
     sc_core::sc_start();
-    const double v = node->verify().empty() ? measure(*node) : std::nan("");
-    const bool ok = write(fd[1], &v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    std::vector<double> r = node->verify().empty() ? measure(*node) : std::vector<double>{};
+    r.resize(count, std::nan(""));
+    const bool ok = write(fd[1], r.data(), static_cast<std::size_t>(bytes)) == bytes;
     _exit(ok ? 0 : 1);
   }
   close(fd[1]);
-  double v = std::nan("");
-  if (read(fd[0], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = std::nan("");
+  const bool got = read(fd[0], v.data(), static_cast<std::size_t>(bytes)) == bytes;
   close(fd[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? v : std::nan("");
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) v.assign(count, std::nan(""));
+  return v;
+}
+
+double run_in_child(const SystemConfig& sys, const Schedule& schedule,
+                    const std::function<double(const Node&)>& measure) {
+  return run_in_child(sys, schedule, 1, [&](const Node& n) { return std::vector<double>{measure(n)}; })[0];
 }
 
 }  // namespace moehub::test

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "common/config.hpp"
 #include "platform/node.hpp"
@@ -35,5 +36,8 @@ std::unique_ptr<Node> run_node(const SystemConfig& sys, const Schedule& schedule
 /// NaN if the child failed. For tests that compare two simulations.
 double run_in_child(const SystemConfig& sys, const Schedule& schedule,
                     const std::function<double(const Node&)>& measure);
+/// The same with `count` values read from one simulation; all NaN if the child failed.
+std::vector<double> run_in_child(const SystemConfig& sys, const Schedule& schedule, std::size_t count,
+                                 const std::function<std::vector<double>(const Node&)>& measure);
 
 }  // namespace moehub::test

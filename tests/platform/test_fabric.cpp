@@ -240,19 +240,19 @@ TEST(Fabric, IssueOrderFifoHoldsBackAPeerBehindACongestedOne) {
   for (int s : {0, 2, 3, 4, 5, 6}) rows[static_cast<std::size_t>(s)][1] = n;
   rows[0][7] = n;  // GPU 7 receives from GPU 0 alone and sends nothing
   const Schedule sched = single_all_to_all(rows, row_bytes, 24);
-  // when GPU 7's (GPU 1's) last row arrived: the all-to-all starts at 0 on every GPU
-  const auto gpu7_done_ns = [](const Node& node) { return ticks_to_ns(node.scoreboard().last_event(0, 7)); };
-  const auto gpu1_done_ns = [](const Node& node) { return ticks_to_ns(node.scoreboard().last_event(0, 1)); };
-  const auto congestion_events = [](const Node& node) {
-    double e = 0;
-    for (int g = 0; g < node.num_gpus(); ++g) e += static_cast<double>(node.hub(g).congestion_events());
-    return e;
+  // when GPU 7's and GPU 1's last rows arrived (the all-to-all starts at 0 on
+  // every GPU), and the congestion events of all hubs
+  const auto measure = [](const Node& node) {
+    double events = 0;
+    for (int g = 0; g < node.num_gpus(); ++g) events += static_cast<double>(node.hub(g).congestion_events());
+    return std::vector<double>{ticks_to_ns(node.scoreboard().last_event(0, 7)),
+                               ticks_to_ns(node.scoreboard().last_event(0, 1)), events};
   };
-  const double in_order7 = run_in_child(sys, sched, gpu7_done_ns);
-  const double in_order1 = run_in_child(sys, sched, gpu1_done_ns);
+  const std::vector<double> in_order = run_in_child(sys, sched, 3, measure);
   sys.hub.fifo_passes_congested = true;
-  const double passing7 = run_in_child(sys, sched, gpu7_done_ns);
-  const double passing_events = run_in_child(sys, sched, congestion_events);
+  const std::vector<double> passing = run_in_child(sys, sched, 3, measure);
+  const double in_order7 = in_order[0], in_order1 = in_order[1];
+  const double passing7 = passing[0], passing_events = passing[2];
   ASSERT_FALSE(std::isnan(in_order7) || std::isnan(in_order1) || std::isnan(passing7) || std::isnan(passing_events));
   const PacketFormat fmt = PacketFormat::from(sys.nvlink);
   // GPU 7's rows alone on GPU 0's links
@@ -271,7 +271,7 @@ TEST(Fabric, IssueOrderFifoHoldsBackAPeerBehindACongestedOne) {
   // packets take the credits. Bounded here so that a better signal shows.
   for (const int window : {256, 1024}) {
     sys.hub.congestion_packets = window;
-    const double w7 = run_in_child(sys, sched, gpu7_done_ns);
+    const double w7 = run_in_child(sys, sched, 3, measure)[0];
     ASSERT_FALSE(std::isnan(w7));
     std::printf("window %d packets, passing congested peers: GPU 7's rows done at %.1f ns\n", window, w7);
     EXPECT_GT(w7, 0.8 * in_order7);
