@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "common/sc_time_util.hpp"
@@ -10,6 +11,36 @@
 #include "golden/address_centric.hpp"
 
 namespace moehub {
+
+namespace {
+
+/// A GPU's rowsp regions stay registered for the whole layer (there is no
+/// rowspFree), so its APT needs an entry for each; refuses a schedule that
+/// registers more on some GPU than `hub.apt_regions` before anything runs
+/// (the APT would otherwise fail inside the simulation).
+void check_apt_entries(const SystemConfig& sys, const ModelConfig& model, const Schedule& schedule) {
+  std::size_t worst = 0, worst_gpu = 0;
+  for (std::size_t g = 0; g < schedule.ops.size(); ++g) {
+    std::size_t regions = 0;
+    for (const Op& op : schedule.ops[g]) {
+      if (op.kind == OpKind::kRowspMalloc) regions += op.regions.size();
+    }
+    if (regions > worst) {
+      worst = regions;
+      worst_gpu = g;
+    }
+  }
+  if (worst <= static_cast<std::size_t>(sys.hub.apt_regions)) return;
+  throw std::invalid_argument(
+      sys.source_file + ": key 'hub.apt_regions': schedule '" + schedule.name + "' registers " + std::to_string(worst) +
+      " rowsp regions on GPU " + std::to_string(worst_gpu) + " for the whole layer (one per expert it holds: " +
+      std::to_string(model.num_experts) + " experts of model '" + model.name + "' over " + std::to_string(sys.num_gpus) +
+      " GPUs), more than its " + std::to_string(sys.hub.apt_regions) + " APT entries: must be at least " +
+      std::to_string(worst) + " (allowed range [1, 65536]; e.g. --set system.hub.apt_regions=" + std::to_string(worst) +
+      ")");
+}
+
+}  // namespace
 
 struct Node::GpuRun {
   std::vector<Tick> launch_at;          ///< kTickMax until the host has launched the op
@@ -42,6 +73,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
                                 "' needs the MoE-Hub units: must be 'moehub' or 'rtl' (got '" + sys.hub.implementation +
                                 "'; moehub-sim --hub-impl moehub overrides it)");
   }
+  if (schedule_.hub.aau) check_apt_entries(sys, model, schedule_);
   if (!schedule_.hub.aau && sys.hub.implementation != "address-centric" && !schedule_.collectives.empty()) {
     // The MoE-Hub packet manager takes stores of at most one 128-byte line and
     // merges plain stores by line: rows that are not whole lines share a line

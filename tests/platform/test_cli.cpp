@@ -432,6 +432,21 @@ TEST(Cli, MoeHubScheduleNeedsTheMoeHubImplementation) {
   EXPECT_NE(r.err.find("hub.implementation"), std::string::npos) << r.err;
 }
 
+TEST(Cli, MoreRowspRegionsThanAptEntriesIsRejected) {
+  // a GPU keeps a rowsp region per expert it holds for the whole layer:
+  // Qwen3-30B-A3B's 128 experts over 8 GPUs need 16 APT entries on each
+  const std::string args = kSmall + "--schedule moehub --hub-impl moehub --model qwen3-30b-a3b --granularity row ";
+  const fs::path d = temp_dir("apt15");
+  expect_rejected(args + "--set system.hub.apt_regions=15", d, "dgx-h800.yaml", "hub.apt_regions");
+  const Result bad = run(args + "--set system.hub.apt_regions=15 --out-dir " + d.string(), d);
+  EXPECT_NE(bad.err.find("registers 16 rowsp regions on GPU 0"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("must be at least 16"), std::string::npos) << bad.err;
+  const fs::path ok = temp_dir("apt16");
+  const Result r = run(args + "--set system.hub.apt_regions=16 --out-dir " + ok.string(), ok);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(ok / "results.json")).at("checks").at("passed").get<bool>());
+}
+
 TEST(Cli, TopKLargerThanExpertsIsRejected) {
   const fs::path d = temp_dir("topk");
   const fs::path cfg = edited_config(d, "models", "mixtral-8x7b", "top_k: 2", "top_k: 9");
