@@ -1,8 +1,10 @@
 // moehub-bench-sim: simulator speed on the default job.
 //
 // Runs the default configuration (DGX-H800-like node, Mixtral-8x7B, 8192
-// tokens, megatron schedule) at packet granularity, the same job at row
-// granularity, and the default ring-expert job (its bulk transfers at
+// tokens, megatron schedule) at packet granularity, the same with write
+// responses gathered in 100 ns windows (sim.response_window_ns, a speed
+// setting; 0 in the shipped files), the same job at row granularity, and the
+// default ring-expert job (its bulk transfers at
 // sim.bulk_granularity), each several times in a fresh process (SystemC
 // elaborates once per process), and prints the wall time of the simulation
 // and the simulated NVLink packets per wall-clock second (median of the
@@ -81,12 +83,16 @@ int main(int argc, char** argv) {
     const char* schedule;
     const char* granularity;
     int reps;
+    double response_window_ns;
   };
-  for (const Job& job : {Job{"megatron, packet", "megatron", "packet", reps}, Job{"megatron, row", "megatron", "row", reps},
-                         Job{"ring-expert, default", "ring-expert", nullptr, 1}}) {
+  for (const Job& job : {Job{"megatron, packet", "megatron", "packet", reps, 0},
+                         Job{"megatron, pkt, 100ns", "megatron", "packet", reps, 100},
+                         Job{"megatron, row", "megatron", "row", reps, 0},
+                         Job{"ring-expert, default", "ring-expert", nullptr, 1, 0}}) {
     moehub::RunRequest req = base;
     req.schedule = job.schedule;
     if (job.granularity) req.system.sim.granularity = job.granularity;
+    if (job.response_window_ns > 0) req.system.sim.response_window_ns = job.response_window_ns;
     std::vector<double> wall, rate, all_rate;
     Sample s;
     for (int i = 0; i < job.reps; ++i) {

@@ -12,8 +12,11 @@
 # Environment: BENCH_BUILD_DIR=<dir> times the moehub-sim of an existing
 # build folder of the working tree (configured for Release) instead of the
 # release preset's; BENCH_JOBS=<names> (comma-separated: megatron-packet,
-# megatron-row, ring-expert) runs only those jobs (the old build's
-# packet-level ring-expert run alone takes several minutes).
+# megatron-row, ring-expert, megatron-window) runs only those jobs (the old
+# build's packet-level ring-expert run alone takes several minutes). The
+# megatron-window job runs the old build on its default configuration and the
+# new one with a 100 ns response window (sim.response_window_ns), the speed
+# setting beside the reference it approximates; it is not in the default set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
@@ -42,16 +45,19 @@ trap 'rm -rf "$work"' EXIT
 python3 - "$old_bin" "$new_bin" "$old_sha" "$reps" "$work" <<'PY'
 import json, os, re, statistics, subprocess, sys
 old_bin, new_bin, old_sha, reps, work = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-# (name, arguments, repetitions): the old build's packet-level ring-expert run
-# takes about ten minutes, so it runs once
-jobs = [("megatron-packet", "megatron, packet", ["--schedule", "megatron"], reps),
-        ("megatron-row", "megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps),
-        ("ring-expert", "ring-expert, default", ["--schedule", "ring-expert"], 1)]
+# (name, arguments, repetitions, the new build's extra arguments, in the
+# default set): the old build's packet-level ring-expert run takes about ten
+# minutes, so it runs once
+window = ["--set", "system.sim.response_window_ns=100"]
+jobs = [("megatron-packet", "megatron, packet", ["--schedule", "megatron"], reps, [], True),
+        ("megatron-row", "megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps, [], True),
+        ("ring-expert", "ring-expert, default", ["--schedule", "ring-expert"], 1, [], True),
+        ("megatron-window", "megatron, pkt, 100ns", ["--schedule", "megatron"], reps, window, False)]
 wanted = [j for j in os.environ.get("BENCH_JOBS", "").split(",") if j]
 unknown = set(wanted) - {key for key, *_ in jobs}
 if unknown:
-    raise SystemExit(f"BENCH_JOBS: unknown job(s) {sorted(unknown)}; allowed: megatron-packet, megatron-row, ring-expert")
-jobs = [j[1:] for j in jobs if not wanted or j[0] in wanted]
+    raise SystemExit(f"BENCH_JOBS: unknown job(s) {sorted(unknown)}; allowed: {', '.join(j[0] for j in jobs)}")
+jobs = [j[1:5] for j in jobs if (j[0] in wanted if wanted else j[5])]
 def run(binary, args, tag):
     out = f"{work}/{tag}"
     subprocess.run(["mkdir", "-p", out], check=True)
@@ -66,11 +72,11 @@ def run(binary, args, tag):
     return wall, r["layer_time_us"], data, allp
 print(f"moehub-sim, old = {old_sha}, new = working tree; {reps} alternating runs each (ring-expert: 1), medians")
 print(f"{'job':22s} {'build':5s} {'wall_s':>8s} {'layer_us':>11s} {'data_pkts':>11s} {'all_pkts':>11s} {'data_pkts/s':>12s} {'all_pkts/s':>12s}")
-for name, args, n in jobs:
+for name, args, n, new_extra in jobs:
     res = {"old": [], "new": []}
     for i in range(n):
         for build, binary in (("old", old_bin), ("new", new_bin)):
-            res[build].append(run(binary, args, f"{build}{i}"))
+            res[build].append(run(binary, args + (new_extra if build == "new" else []), f"{build}{i}"))
     for build in ("old", "new"):
         walls = [x[0] for x in res[build]]
         w = statistics.median(walls)

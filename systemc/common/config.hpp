@@ -115,6 +115,11 @@ struct SimConfig {
   double sync_quantum_ns = 10;         ///< TLM temporal-decoupling quantum, > 0
   double timeline_bin_us = 1;          ///< width of link-utilisation counter bins, > 0
   int hbm_slice_bytes = 65536;         ///< HBM flows are served in slices of this size, >= 128
+  /// Write responses that one consumer owes one producer for one transfer on
+  /// one plane, completed within this window of the first, travel as one
+  /// transaction of all their flits, leaving at the window's end. 0 (the
+  /// reference): one transaction per response. >= 0.
+  double response_window_ns = 0;
 };
 
 struct SystemConfig {

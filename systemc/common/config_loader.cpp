@@ -516,6 +516,7 @@ void read_sim(StrictMap m, SimConfig& s) {
   s.sync_quantum_ns = number_key(m, "sync_quantum_ns");
   s.timeline_bin_us = number_key(m, "timeline_bin_us");
   s.hbm_slice_bytes = int_key(m, "hbm_slice_bytes");
+  s.response_window_ns = number_key(m, "response_window_ns");
   m.finish();
 }
 

@@ -77,6 +77,7 @@ constexpr KeyRange kTable[] = {
     {S, "sim.sync_quantum_ns", kNum, 1e-3, kIn, 1e6, kIn, ""},
     {S, "sim.timeline_bin_us", kNum, 1e-3, kIn, kMaxUs, kIn, ""},
     {S, "sim.hbm_slice_bytes", kInt, 128, kIn, 1 << 30, kIn, ""},
+    {S, "sim.response_window_ns", kNum, 0, kIn, 1e6, kIn, ""},
     {M, "hidden_size", kInt, 1, kIn, kMaxDim, kIn, ""},
     {M, "expert_ffn_size", kInt, 1, kIn, kMaxDim, kIn, ""},
     {M, "num_experts", kInt, 1, kIn, 65536, kIn, ""},

@@ -31,6 +31,9 @@ struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   std::int32_t transfer = 0;      ///< index of the transfer (collective) the data belongs to
   std::uint32_t flits = 0;        ///< flits on the wire, header included
   std::uint32_t packets = 1;      ///< NVLink packets this transaction stands for (>1 at row granularity)
+  /// A response: the valid bytes (mask bits) of the writes it answers, summed
+  /// when responses travel together (sim.response_window_ns).
+  std::uint32_t answered_bytes = 0;
   // per-hop times, written by the fabric on the way
   Tick ready = 0;         ///< when it was ready for the port it is entering (for stall accounting)
   Tick link_start = 0;    ///< when the last link began transmitting it

@@ -75,6 +75,7 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       sm_to_hub_(ns_to_ticks(sys.gpu.xbar_latency_ns + sys.gpu.hub_latency_ns)),
       hub_latency_(ns_to_ticks(sys.gpu.hub_latency_ns)),
       quantum_(std::max<Tick>(1, ns_to_ticks(sys.sim.sync_quantum_ns))),
+      response_window_(ns_to_ticks(sys.sim.response_window_ns)),
       hub_clock_ghz_(sys.hub.clock_ghz),
       ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
       max_packet_flits_(static_cast<std::uint32_t>(sys.nvlink.max_payload_bytes / sys.nvlink.flit_bytes +
@@ -480,14 +481,41 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   w->store.bytes = 0;
   w->flits = ack_flits_ * w->packets;
   w->written = done;
+  w->answered_bytes = static_cast<std::uint32_t>(w->store.mask.count());
   gp.set_command(tlm::TLM_READ_COMMAND);  // a response carries no data
   gp.set_address(0);
   gp.set_data_length(0);
   gp.set_streaming_width(0);
   gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  responses_q_[static_cast<std::size_t>(w->plane)].push_back(Response{done, w->flits, &gp});
-  wake(done);
+  Ring<Response>& q = responses_q_[static_cast<std::size_t>(w->plane)];
+  if (response_window_ > 0 && join_open_response(q, *w, done)) {
+    gp.release();  // its count travels in the open response
+    return tlm::TLM_ACCEPTED;
+  }
+  // the response leaves at the end of its window (at once without one)
+  q.push_back(Response{done + response_window_, w->flits, &gp});
+  wake(done + response_window_);
   return tlm::TLM_ACCEPTED;
+}
+
+bool Hub::join_open_response(Ring<Response>& q, const MoePacketExt& w, Tick done) {
+  // The responses still queued whose window is open at `done` are at the back
+  // (windows open in completion order, all of one length); one of them for the
+  // same producer and transfer takes this one's count and flits.
+  for (std::size_t i = q.size(); i-- > 0;) {
+    Response& r = q[i];
+    if (r.ready < done) return false;  // this window and every earlier one closed before `done`
+    auto* open = &moe_ext(*r.gp);
+    if (open->dst_gpu != w.dst_gpu || open->transfer != w.transfer) continue;
+    open->packets += w.packets;
+    open->flits += w.flits;
+    open->answered_bytes += w.answered_bytes;
+    open->written = std::max(open->written, done);
+    r.flits = open->flits;
+    ++responses_joined_;
+    return true;
+  }
+  return false;
 }
 
 golden::IngressResult Hub::local_ingress(const golden::StoreRequest& st, Tick t) {

@@ -11,7 +11,10 @@
 //   it takes the NVLink port (one per NVSwitch plane) that can start it
 //   first (ties rotate over the planes). Write responses owed to peers leave
 //   on the plane of the write they answer; on each port a waiting response
-//   goes before new data. A packet starts when its port has bandwidth and
+//   goes before new data. With `sim.response_window_ns` > 0 the responses
+//   owed to one producer for one transfer on one plane that complete within
+//   that window of the first travel as one transaction (all their flits),
+//   which leaves at the window's end. A packet starts when its port has bandwidth and
 //   credits. The egress is one SystemC method using temporal decoupling: it
 //   handles every action whose start lies within `sim.sync_quantum_ns` of the
 //   current time and sleeps until the next one otherwise.
@@ -118,7 +121,10 @@ class Hub : public TlmBlock {
 
   int planes() const { return planes_; }
   std::uint64_t data_packets_sent() const { return data_packets_; }
+  /// Response transactions sent (each answers one write, or several under sim.response_window_ns).
   std::uint64_t responses_sent() const { return responses_; }
+  /// Writes whose response travelled in another's transaction (sim.response_window_ns).
+  std::uint64_t responses_joined() const { return responses_joined_; }
   std::uint64_t transactions_sent() const { return transactions_; }
   const ArrivalQueue& arrivals() const { return *ingress_q_; }
   /// Writes handed to the ingress function, and how often it stalled.
@@ -134,7 +140,7 @@ class Hub : public TlmBlock {
 
  private:
   struct Response {
-    Tick ready;                      ///< the write it answers is in memory
+    Tick ready;                      ///< may leave: the write it answers is in memory (its window's end)
     std::uint32_t flits;             ///< on the wire (kept here: the payload itself is cold)
     tlm::tlm_generic_payload* gp;    ///< the response, from our pool
   };
@@ -160,6 +166,10 @@ class Hub : public TlmBlock {
   void send_response(std::int32_t plane, Tick start, Tick now);
   bool send_data(Tick now, const Action& a);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
+  /// Adds the response `w` (its write complete at `done`) to a queued response
+  /// of `q` for the same producer and transfer whose window is still open;
+  /// whether there was one.
+  bool join_open_response(Ring<Response>& q, const MoePacketExt& w, Tick done);
   Tick cycles(std::uint32_t n) const;
   golden::IngressResult local_ingress(const golden::StoreRequest& st, Tick t);
 
@@ -168,6 +178,7 @@ class Hub : public TlmBlock {
   Tick sm_to_hub_;   ///< crossbar + hub latency of a store on its way out
   Tick hub_latency_;
   Tick quantum_;
+  Tick response_window_;  ///< sim.response_window_ns
   double hub_clock_ghz_;
   std::uint32_t ack_flits_;
   std::uint32_t max_packet_flits_;
@@ -216,6 +227,7 @@ class Hub : public TlmBlock {
   Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;
   std::uint64_t responses_ = 0;
+  std::uint64_t responses_joined_ = 0;
   std::uint64_t transactions_ = 0;
   std::uint64_t writes_in_ = 0;
   std::uint64_t ingress_stalls_ = 0;

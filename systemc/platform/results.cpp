@@ -213,6 +213,7 @@ void report_block_stats(Node& node) {
         .add("transactions_sent", hub.transactions_sent())
         .add("data_packets_sent", hub.data_packets_sent())
         .add("responses_sent", hub.responses_sent())
+        .add("responses_joined", hub.responses_joined())
         .add("writes_received", hub.writes_received())
         .add("ingress_stalls", hub.ingress_stalls())
         .add("arrivals_handled", hub.arrivals().handled())

@@ -334,7 +334,7 @@ void RowTransfers::on_acknowledged(const MoePacketExt& r, Tick t) {
   Transfer& tr = transfer_of(r.transfer);
   const auto g = static_cast<std::size_t>(r.dst_gpu);
   PerGpu& p = tr.gpus[g];
-  p.acked_bytes += r.store.mask.count();
+  p.acked_bytes += r.answered_bytes;
   const auto bin = static_cast<std::int64_t>(t / trace_bin_);
   if (bin > rpm_bin_[g]) {
     rpm_bin_[g] = bin;

@@ -92,7 +92,8 @@ std::vector<std::pair<const char*, double>> fields(const moehub::SystemConfig& s
           {"hub.dam_ready_latency_ns", s.hub.dam_ready_latency_ns},
           {"sim.sync_quantum_ns", s.sim.sync_quantum_ns},
           {"sim.timeline_bin_us", s.sim.timeline_bin_us},
-          {"sim.hbm_slice_bytes", s.sim.hbm_slice_bytes}};
+          {"sim.hbm_slice_bytes", s.sim.hbm_slice_bytes},
+          {"sim.response_window_ns", s.sim.response_window_ns}};
 }
 
 std::vector<std::pair<const char*, double>> fields(const moehub::ModelConfig& m) {
