@@ -101,6 +101,17 @@ int main(int argc, char** argv) {
     // UsageError: exit 2 and the message alone; anything else (an internal
     // std::invalid_argument included) is an error, exit 1 (errors.hpp)
     const int status = exit_status_of(e);
+    // a failure on a machine without a usable device says so first: the call that
+    // failed (often the first CUDA call of the command) names only its own error
+    int devices = 0;
+    const cudaError_t probe = status == 2 ? cudaSuccess : cudaGetDeviceCount(&devices);
+    if (status != 2 && (probe != cudaSuccess || devices == 0)) {
+      std::fprintf(stderr,
+                   "moehub-gpu %s: error: no usable CUDA device (cudaGetDeviceCount: %s); this command needs an "
+                   "NVIDIA GPU and its driver. The failing call: %s\n",
+                   cmd.c_str(), probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices", e.what());
+      return status;
+    }
     std::fprintf(stderr, "moehub-gpu %s: %s%s\n", cmd.c_str(), status == 2 ? "" : "error: ", e.what());
     return status;
   }

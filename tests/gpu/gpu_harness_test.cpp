@@ -189,6 +189,10 @@ TEST(GpuHarnessArgs, WithoutADeviceCommandsFailWithOne) {
   EXPECT_TRUE(exits_with("run --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2", 1));
   EXPECT_TRUE(exits_with("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum bf16 --hop-chunk-rows 4", 1));
   EXPECT_TRUE(exits_with("memory --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --ring-accum fp32,bf16 --hop-chunk-rows 0,16", 1));
+  // and says why, before the call that failed
+  const RunResult r = run_bin("check --ep 1 --tokens 16 --hidden 64 --ffn 32 --experts 8 --top-k 2");
+  EXPECT_NE(r.output.find("moehub-gpu check: error: no usable CUDA device (cudaGetDeviceCount: "), std::string::npos)
+      << r.output;
 }
 
 TEST(GpuHarnessArgs, HiddenFailureOptionIsCheckedButNotAdvertised) {
