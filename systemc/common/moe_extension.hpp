@@ -36,8 +36,6 @@ struct MoePacketExt : tlm::tlm_extension<MoePacketExt> {
   std::uint32_t answered_bytes = 0;
   // per-hop times, written by the fabric on the way
   Tick ready = 0;         ///< when it was ready for the port it is entering (for stall accounting)
-  Tick link_start = 0;    ///< when the last link began transmitting it
-  Tick arrival = 0;       ///< when it reached the current block's input
   Tick sent = 0;          ///< when it started on its first link (left its hub)
   Tick written = 0;       ///< a response: when the write it answers was complete in memory
   // last: the transport fields above are what every hop touches

@@ -108,7 +108,6 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   } else {
     response_packets_ += ext->packets;
   }
-  ext->link_start = slot.start;
   // the sender's buffer is free once we start sending
   if (release_reports_) {
     tlm::tlm_phase end_req = tlm::END_REQ;

@@ -41,7 +41,6 @@ bool NvSwitch::forward(tlm::tlm_generic_payload& gp, Tick at) {
   auto* ext = &moe_ext(gp);
   ++packets_;
   ext->ready = at;
-  ext->arrival = at;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(at - now_ticks());
   out[static_cast<std::size_t>(ext->dst_gpu)]->nb_transport_fw(gp, phase, d);
