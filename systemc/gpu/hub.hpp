@@ -14,10 +14,11 @@
 //   goes before new data. With `sim.response_window_ns` > 0 the responses
 //   owed to one producer for one transfer on one plane that complete within
 //   that window of the first travel as one transaction (all their flits),
-//   which leaves at the window's end. A packet starts when its port has bandwidth and
-//   credits. The egress is one SystemC method using temporal decoupling: it
-//   handles every action whose start lies within `sim.sync_quantum_ns` of the
-//   current time and sleeps until the next one otherwise.
+//   which leaves at the window's end. A packet starts when its port has
+//   bandwidth and credits. The egress is one SystemC method using temporal
+//   decoupling: it handles every action whose start lies within
+//   `sim.sync_quantum_ns` of the current time and sleeps until the next one
+//   otherwise.
 // - ingress: arrivals from all planes are handled in arrival-time order (an
 //   ArrivalQueue with the switch-to-GPU link latency as lookahead). A write
 //   goes through the ingress function (its address), leaves the input buffer
