@@ -470,8 +470,9 @@ tlm::tlm_sync_enum Hub::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_p
   // the write's payload becomes its response: nobody else holds it (no block of
   // the fabric takes a reference of its own; checked), it is in the cache now,
   // and it goes back to the producer's pool that made it once the producer has
-  // counted it. The fields a response's trip reads (ready, sent) are
-  // both written on the way before they are read, as in a fresh payload; plane, transfer, packets and the store stay the write's.
+  // counted it. The fields a response's trip reads (ready, sent) are both
+  // written on the way before they are read, as in a fresh payload; plane,
+  // transfer, packets and the store stay the write's.
   if (gp.get_ref_count() != 1) throw std::logic_error(std::string(name()) + ": a completed write is still held elsewhere");
   w->kind = PacketKind::kResponse;
   w->dst_gpu = w->src_gpu;

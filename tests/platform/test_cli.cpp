@@ -144,6 +144,19 @@ void arrival_order_holds(const std::string& extra) {
 TEST(Cli, ArrivalOrderHoldsOnTheDefaultJob) { arrival_order_holds(""); }
 TEST(Cli, ArrivalOrderHoldsOnAnImbalancedJob) { arrival_order_holds(" --imbalance-std 0.05"); }
 
+// The results of a quiet run of `args` without a timeline, in a fresh folder
+// named after `tag`; null (and a reported failure) unless it exited 0 and
+// passed its self-checks.
+nlohmann::json passed_results(const std::string& args, const std::string& tag) {
+  const fs::path d = temp_dir(tag);
+  const Result r = run(args + " --quiet --no-timeline --out-dir " + d.string(), d);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  if (r.status != 0) return nullptr;
+  auto j = nlohmann::json::parse(slurp(d / "results.json"));
+  EXPECT_TRUE(j["checks"]["passed"].get<bool>()) << args;
+  return j;
+}
+
 // sim.response_window_ns: the responses a window gathers travel together, each
 // write is still answered exactly once (the response packets on the links and
 // the writes answered are the reference's), none leaves before its write, and
@@ -158,15 +171,10 @@ struct ResponseRun {
 };
 
 ResponseRun response_run(const std::string& args, const char* window) {
-  const fs::path d = temp_dir(std::string("respwin") + window);
-  const Result r = run(args + " --quiet --no-timeline --set system.sim.response_window_ns=" + window +
-                           " --out-dir " + d.string(),
-                       d);
-  EXPECT_EQ(r.status, 0) << r.err;
   ResponseRun out;
-  if (r.status != 0) return out;
-  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
-  EXPECT_TRUE(j["checks"]["passed"].get<bool>()) << window;
+  const auto j =
+      passed_results(args + " --set system.sim.response_window_ns=" + window, std::string("respwin") + window);
+  if (j.is_null()) return out;
   EXPECT_EQ(j["totals"]["responses_before_write"].get<std::uint64_t>(), 0u) << window;
   out.layer = j["layer_time_us"].get<double>();
   out.dispatch = j["breakdown_us"].value("dispatch", 0.0);
@@ -205,32 +213,28 @@ TEST(Cli, ResponseWindowGathersResponsesWithABoundedError) {
 // default model at 8,192 tokens comes out at most 5 % shorter at the shipped
 // 10 ns than at 1 ns (measured -2.7 %, layer -0.08 %; Qwen1.5 at 4,096 tokens,
 // documented there, -19 %).
-double phase_at_quantum(const std::string& args, const char* quantum, const char* phase, double* layer) {
-  const fs::path d = temp_dir(std::string("quantum") + quantum);
-  const Result r = run(args + " --quiet --no-timeline --set system.sim.sync_quantum_ns=" + quantum + " --out-dir " +
-                           d.string(),
-                       d);
-  EXPECT_EQ(r.status, 0) << r.err;
-  if (r.status != 0) return 0;
-  const auto j = nlohmann::json::parse(slurp(d / "results.json"));
-  EXPECT_TRUE(j["checks"]["passed"].get<bool>());
-  if (layer) *layer = j["layer_time_us"].get<double>();
-  return j["breakdown_us"].value(phase, 0.0);
+struct PhaseRun {
+  double phase = 0, layer = 0;
+};
+
+PhaseRun quantum_run(const std::string& args, const char* quantum, const char* phase) {
+  const auto j = passed_results(args + " --set system.sim.sync_quantum_ns=" + quantum, std::string("quantum") + quantum);
+  if (j.is_null()) return {};
+  return {j["breakdown_us"].value(phase, 0.0), j["layer_time_us"].get<double>()};
 }
 
 TEST(Cli, SyncQuantumMovesTheMoeHubCombineWithinItsBound) {
-  const double a2a_fine = phase_at_quantum("--schedule a2a-uniform", "1", "all_to_all", nullptr);
-  const double a2a_shipped = phase_at_quantum("--schedule a2a-uniform", "10", "all_to_all", nullptr);
+  const double a2a_fine = quantum_run("--schedule a2a-uniform", "1", "all_to_all").phase;
+  const double a2a_shipped = quantum_run("--schedule a2a-uniform", "10", "all_to_all").phase;
   ASSERT_GT(a2a_fine, 0);
   EXPECT_NEAR(a2a_shipped / a2a_fine, 1.0, 0.005) << a2a_shipped << " vs " << a2a_fine;
-  double layer_fine = 0, layer_shipped = 0;
   const std::string hub = "--schedule moehub --hub-impl moehub";
-  const double fine = phase_at_quantum(hub, "1", "combine", &layer_fine);
-  const double shipped = phase_at_quantum(hub, "10", "combine", &layer_shipped);
-  ASSERT_GT(fine, 0);
-  EXPECT_GE(shipped / fine, 0.95) << shipped << " vs " << fine;
-  EXPECT_LE(shipped / fine, 1.01) << shipped << " vs " << fine;
-  EXPECT_NEAR(layer_shipped / layer_fine, 1.0, 0.002) << layer_shipped << " vs " << layer_fine;
+  const PhaseRun fine = quantum_run(hub, "1", "combine");
+  const PhaseRun shipped = quantum_run(hub, "10", "combine");
+  ASSERT_GT(fine.phase, 0);
+  EXPECT_GE(shipped.phase / fine.phase, 0.95) << shipped.phase << " vs " << fine.phase;
+  EXPECT_LE(shipped.phase / fine.phase, 1.01) << shipped.phase << " vs " << fine.phase;
+  EXPECT_NEAR(shipped.layer / fine.layer, 1.0, 0.002) << shipped.layer << " vs " << fine.layer;
 }
 
 // The ring schedules run end to end, pass their self-checks, and overlap:
