@@ -178,6 +178,7 @@ class RecordingEgress : public golden::EgressFunction {
   Tick next_event(Tick now) const override { return inner_->next_event(now); }
   std::size_t occupancy() const override { return inner_->occupancy(); }
   const golden::RpmStats* rpm_stats() const override { return inner_->rpm_stats(); }
+  std::uint32_t pick_cycles() const override { return inner_->pick_cycles(); }
 
  private:
   std::unique_ptr<golden::EgressFunction> inner_;

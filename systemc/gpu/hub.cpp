@@ -77,6 +77,7 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       quantum_(std::max<Tick>(1, ns_to_ticks(sys.sim.sync_quantum_ns))),
       response_window_(ns_to_ticks(sys.sim.response_window_ns)),
       hub_clock_ghz_(sys.hub.clock_ghz),
+      hub_clock_(sys.hub.clock_ghz),
       ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
       max_packet_flits_(static_cast<std::uint32_t>(sys.nvlink.max_payload_bytes / sys.nvlink.flit_bytes +
                                                    sys.nvlink.header_flits)),
@@ -93,6 +94,7 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
   if (!fn_.ingress || !fn_.egress || !fn_.completion) {
     throw std::invalid_argument(std::string(this->name()) + ": hub functions incomplete");
   }
+  pick_lead_ = cycles(fn_.egress->pick_cycles());
   for (auto& s : hub2nvl) s.bind(*this);
   for (auto& s : nvl2hub) s.bind(*this);
   hub2xbar.bind(*this);
@@ -142,23 +144,34 @@ void Hub::add_source(StoreSource* source) {
 // ---------------------------------------------------------------------------
 // egress
 
-bool Hub::fill(Tick now, bool& room_stop) {
-  bool took = false;
-  room_stop = false;
-  for (;;) {
-    // the source whose next store reaches the hub first
-    StoreSource* best = nullptr;
-    Tick best_ready = kTickMax;
-    for (StoreSource* s : sources_) {
-      if (!s->has_head()) continue;
-      const Tick r = s->head().issue + sm_to_hub_;
-      if (r < best_ready) {
-        best_ready = r;
-        best = s;
-      }
+StoreSource* Hub::next_store(Tick& at) {
+  if (next_src_known_) {
+    at = next_src_at_;
+    return next_src_;
+  }
+  StoreSource* best = nullptr;
+  Tick best_ready = kTickMax;
+  for (StoreSource* s : sources_) {
+    if (!s->has_head()) continue;
+    const Tick r = s->head().issue + sm_to_hub_;
+    if (r < best_ready) {
+      best_ready = r;
+      best = s;
     }
-    if (!best || best_ready > now + quantum_) return took;
-    const Tick at = std::max(best_ready, room_at_);
+  }
+  at = best ? std::max(best_ready, room_at_) : kTickMax;
+  next_src_ = best;
+  next_src_at_ = at;
+  next_src_known_ = true;
+  return best;
+}
+
+bool Hub::fill(Tick until, bool one, Tick& clock) {
+  bool took = false;
+  for (;;) {
+    Tick at = 0;
+    StoreSource* best = next_store(at);
+    if (!best || at > until) return took;
     const golden::StoreRequest& head = best->head().store;  // copied only once it is taken
     if (!fn_.egress->can_accept(head, at)) {
       if (!room_blocked_) {
@@ -166,43 +179,81 @@ bool Hub::fill(Tick now, bool& room_stop) {
         blocked_since_ = at;
         ++buffer_full_;
       }
-      room_stop = true;
       return took;
     }
     golden::StoreRequest st = head;
     st.ready = at;
     fn_.egress->accept(st, at);
     best->pop(at);
+    next_src_known_ = false;
+    clock = std::max(clock, hub_clock_.tick_of(hub_clock_.cycle_at(at)));
     took = true;
     if (best->finished()) sources_.erase(std::find(sources_.begin(), sources_.end(), best));
+    if (one) return took;
   }
 }
 
-Hub::Action Hub::next_action(Tick now, bool data_held) {
-  Action best;
+std::size_t Hub::earliest_port(Tick from, std::uint32_t flits, Tick& start) {
+  if (from != data_known_from_ || flits != data_known_flits_) {
+    data_known_ = 0;
+    data_known_from_ = from;
+    data_known_flits_ = flits;
+  }
   const auto P = static_cast<std::size_t>(planes_);
-  // data: the port that could start a packet first (any packet: credits for
-  // one maximal packet suffice for every transaction); ties go to the first
-  // plane in rotation order
-  if (!data_held && fn_.egress->occupancy() > 0) {
-    const Tick data_from = std::max(now, egress_free_);
-    if (data_from != data_known_from_) {
-      data_known_ = 0;
-      data_known_from_ = data_from;
+  std::size_t best = data_rot_;
+  start = kTickMax;
+  for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
+    const std::uint64_t bit = std::uint64_t{1} << p;
+    if (!(data_known_ & bit)) {
+      data_start_[p] = ports_[p]->earliest_start(from, flits);
+      data_known_ |= bit;
     }
-    std::size_t p = data_rot_;
-    for (std::size_t k = 0; k < P; ++k) {
-      const std::uint64_t bit = std::uint64_t{1} << p;
-      if (!(data_known_ & bit)) {
-        data_start_[p] = ports_[p]->earliest_start(data_from, max_packet_flits_);
-        data_known_ |= bit;
+    if (data_start_[p] < start) {
+      start = data_start_[p];
+      best = p;
+    }
+    if (++p == P) p = 0;
+  }
+  return best;
+}
+
+Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
+  Action best;
+  if (staged_.valid) {
+    // the staged packet goes to the port that can start it first. A port's
+    // answer depends on the flits only through the credits they hold (one
+    // maximal packet at most), so for a packet ready at the start its pick
+    // found, holding a maximal packet's credits, that port stands while it
+    // has not changed.
+    if (staged_.port_known && staged_.ready == staged_.start && staged_.ready >= now &&
+        staged_.flits >= max_packet_flits_ && ports_hold_max_packet_) {
+      best = {Step::kSend, staged_.plane, staged_.start, staged_.start};
+    } else {
+      Tick s = kTickMax;
+      const std::size_t p = earliest_port(std::max(staged_.ready, now), staged_.flits, s);
+      if (s != kTickMax) best = {Step::kSend, static_cast<std::int32_t>(p), s, s};
+    }
+  } else if (!data_held && fn_.egress->occupancy() > 0) {
+    // the next packet is decided pick_lead_ before a port can start one (any
+    // packet: credits for one maximal packet suffice for every transaction),
+    // and no earlier than the previous decision is done or the last store
+    // taken in (the decision sees the buffer as it is then)
+    const Tick f = std::max(clock, egress_free_);
+    Tick s = kTickMax;
+    const std::size_t p = earliest_port(f + pick_lead_, max_packet_flits_, s);
+    if (s != kTickMax) best = {Step::kPick, static_cast<std::int32_t>(p), s, s - pick_lead_};
+    // for the ports' credit-stall statistic: the pick waits for credits
+    // beyond what the ports' bandwidth imposes
+    if (credit_wait_from_ == kTickMax && (s == kTickMax || s > ports_[p]->server().earliest_start(f + pick_lead_))) {
+      for (const NvlinkPort* port : ports_) {
+        credit_wait_from_ = std::min(credit_wait_from_, port->server().earliest_start(f + pick_lead_));
       }
-      const Tick s = data_start_[p];
-      if (s < best.start) best = {true, false, static_cast<std::int32_t>(p), s, data_from};
-      if (++p == P) p = 0;
     }
   }
-  // responses: on its plane, a response ready by the time data could start there goes first
+  // responses: on its plane, a response ready by the time the staged packet
+  // could start there goes first
+  const auto P = static_cast<std::size_t>(planes_);
+  response_min_ = kTickMax;
   for (std::size_t p = 0; p < P; ++p) {
     const Ring<Response>& q = responses_q_[p];
     if (q.empty()) continue;
@@ -214,8 +265,9 @@ Hub::Action Hub::next_action(Tick now, bool data_held) {
     }
     const Tick s = response_start_[p];
     if (s == kTickMax) continue;
-    if (s < best.start || (s == best.start && best.valid && !best.response)) {
-      best = {true, true, static_cast<std::int32_t>(p), s, 0};
+    response_min_ = std::min(response_min_, s);
+    if (s < best.decide || (s == best.decide && best.step != Step::kResponse)) {
+      best = {Step::kResponse, static_cast<std::int32_t>(p), s, s};
     }
   }
   return best;
@@ -242,78 +294,71 @@ void Hub::send_response(std::int32_t plane, Tick start, Tick now) {
   forget_plane(static_cast<std::size_t>(plane));
 }
 
-bool Hub::send_data(Tick now, const Action& a) {
-  golden::EgressPick pick;
-  if (!fn_.egress->pick(std::max(now, egress_free_), congested_, pick)) return false;
-  egress_free_ = std::max(now, egress_free_) + cycles(pick.cycles);
-  const golden::StoreRequest& st = pick.store;
-  const Tick ready = std::max({st.ready, now, egress_free_});
-  if (st.bytes != shape_bytes_) {  // the packets of a transfer are mostly of one size
-    shape_bytes_ = st.bytes;
-    shape_packets_ = fmt_.packets_per_row(st.bytes);
-    shape_flits_ = static_cast<std::uint32_t>(fmt_.row_flits(st.bytes));
+bool Hub::pick(const Action& a) {
+  golden::EgressPick pk;
+  if (!fn_.egress->pick(a.decide, congested_, pk)) return false;
+  egress_free_ = a.decide + cycles(pk.cycles);
+  staged_.valid = true;
+  staged_.store = pk.store;
+  staged_.ready = std::max(pk.store.ready, egress_free_);
+  staged_.credit_ready = std::min(staged_.ready, credit_wait_from_);
+  staged_.plane = a.plane;
+  staged_.start = a.start;
+  staged_.port_known = true;
+  credit_wait_from_ = kTickMax;
+  const std::uint32_t bytes = pk.store.bytes;
+  if (bytes != shape_bytes_) {  // the packets of a transfer are mostly of one size
+    shape_bytes_ = bytes;
+    shape_packets_ = fmt_.packets_per_row(bytes);
+    shape_flits_ = static_cast<std::uint32_t>(fmt_.row_flits(bytes));
   }
-  const std::uint32_t packets = shape_packets_;
-  const std::uint32_t flits = shape_flits_;
-  // the port that can start it first; ties rotate over the planes. A port's
-  // answer depends on the flits only through the credits they hold (one
-  // maximal packet at most), so for a packet ready when next_action asked,
-  // holding a maximal packet's credits, its choice stands (the ports have
-  // not changed since).
-  const auto P = static_cast<std::size_t>(planes_);
-  std::size_t plane = 0;
-  Tick start = kTickMax;
-  if (ready == a.data_from && flits >= max_packet_flits_ && ports_hold_max_packet_) {
-    plane = static_cast<std::size_t>(a.plane);
-    start = a.start;
-  } else {
-    for (std::size_t k = 0, p = data_rot_; k < P; ++k) {
-      const Tick s = ports_[p]->earliest_start(ready, flits);
-      if (s < start) {
-        start = s;
-        plane = p;
-      }
-      if (++p == P) p = 0;
-    }
-  }
-  if (start == kTickMax) throw std::logic_error(std::string(name()) + ": no port for a picked packet");
+  staged_.packets = shape_packets_;
+  staged_.flits = shape_flits_;
   if (room_blocked_) {
-    // the stores that found the buffer full enter once this one has left
+    // the stores that found the buffer full enter once this one has left it
     room_blocked_ = false;
-    room_at_ = start;
-    buffer_full_wait_ += start > blocked_since_ ? start - blocked_since_ : 0;
+    room_at_ = egress_free_;
+    next_src_known_ = false;
+    buffer_full_wait_ += egress_free_ > blocked_since_ ? egress_free_ - blocked_since_ : 0;
   }
+  return true;
+}
+
+void Hub::send_staged(Tick now, const Action& a) {
+  const auto plane = static_cast<std::size_t>(a.plane);
+  const golden::StoreRequest& st = staged_.store;
+  const Tick ready = std::max(staged_.ready, now);
   tlm::tlm_generic_payload* gp = pool_.allocate();
   auto* ext = &moe_ext(*gp);
   ext->kind = PacketKind::kWrite;
   ext->src_gpu = gpu_;
   ext->dst_gpu = st.dst_gpu;
-  ext->plane = static_cast<std::int32_t>(plane);
+  ext->plane = a.plane;
   ext->transfer = static_cast<std::int32_t>(st.tag);
   ext->store = st;
-  ext->packets = packets;
-  ext->flits = flits;
-  ext->ready = ready;
-  ext->sent = start;
+  ext->packets = staged_.packets;
+  ext->flits = staged_.flits;
+  ext->ready = staged_.credit_ready;  // the port counts a credit stall from here
+  ext->sent = a.start;  // next_action's answer of the port for (ready, flits)
   gp->set_command(tlm::TLM_WRITE_COMMAND);
   gp->set_address(st.address);
   gp->set_data_length(st.bytes);
-  if (++data_rot_ == P) data_rot_ = 0;
-  data_packets_ += packets;
+  if (++data_rot_ == static_cast<std::size_t>(planes_)) data_rot_ = 0;
+  data_packets_ += staged_.packets;
   {
     const auto d = static_cast<std::size_t>(st.dst_gpu);
-    inflight_[d] += packets;
+    inflight_[d] += staged_.packets;
     if (!congested_[d] && inflight_[d] >= congestion_packets_) {
       congested_[d] = 1;
       ++congestion_events_;
     }
   }
+  staged_.valid = false;
   ++transactions_;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(ready - now);
   hub2nvl[plane]->nb_transport_fw(*gp, phase, d);
   forget_plane(plane);
-  return true;
 }
 
 void Hub::egress() {
@@ -322,6 +367,8 @@ void Hub::egress() {
   // and HBM completions (new responses) came in since
   data_known_ = 0;
   response_known_ = 0;
+  staged_.port_known = false;
+  next_src_known_ = false;
   const Tick now = now_ticks();
   wake_at_ = kTickMax;
   if (ports_.size() != static_cast<std::size_t>(planes_)) {
@@ -331,31 +378,62 @@ void Hub::egress() {
   // for merges or a timer): then only responses, new stores or its timer can
   // change anything now
   bool data_held = false;
-  // fill again only when it could take more: within this call the sources
-  // change only by what fill takes, so once fill stopped at a store that
-  // reaches the hub later (or at no store) it would stop there again; one
-  // that found the buffer full may go on once a packet has left it
-  bool fill_again = true;
-  bool room_stop = false;
+  // Stores and actions in time order, up to the horizon: a store that
+  // reaches the hub by a pick is in the buffer for it, and no later one is.
+  // `clock`: the arrival of the last store taken in.
+  const Tick horizon = now + quantum_;
+  Tick clock = now;
   for (;;) {
-    if (fill_again) {
-      if (fill(now, room_stop)) data_held = false;
-      fill_again = false;
+    const Action a = next_action(now, clock, data_held);
+    if (!room_blocked_) {
+      // before a pick, or while a packet is staged (no pick comes before its
+      // send), every store up to the action; otherwise one, since the pick
+      // it makes possible may come before the next store. A pick sees every
+      // store of its hub cycle (also past the horizon: the sources' next
+      // stores are known, and a store of that cycle taken after the pick
+      // would be older than the packet manager's clock).
+      const bool pick_now = a.step == Step::kPick && a.decide <= horizon;
+      const Tick until = pick_now ? hub_clock_.tick_of(hub_clock_.cycle_at(a.decide) + 1) - 1
+                                  : std::min(horizon, a.decide);
+      Tick at = 0;
+      if (next_store(at) && at <= until) {
+        const bool one = !pick_now && !staged_.valid;
+        if (fill(until, one, clock)) {
+          data_held = false;
+          // the stores can make a pick possible that was not; they do not
+          // move a pick (they reach the hub by the end of its cycle, so
+          // `clock` stays at or before it), a send or a response
+          if (one || !a.valid() || a.decide > horizon) continue;
+        }
+      }
     }
-    const Action a = next_action(now, data_held);
-    if (a.valid && a.start <= now + quantum_) {
-      if (a.response) {
-        send_response(a.plane, a.start, now);
-      } else if (!send_data(now, a)) {
-        data_held = true;
-      } else {
-        fill_again = room_stop;
+    if (a.valid() && a.decide <= horizon) {
+      switch (a.step) {
+        case Step::kResponse:
+          send_response(a.plane, a.start, now);
+          break;
+        case Step::kSend:
+          send_staged(now, a);
+          break;
+        case Step::kPick:
+          if (!pick(a)) {
+            data_held = true;
+          } else if (staged_.ready == staged_.start && staged_.flits >= max_packet_flits_ && ports_hold_max_packet_ &&
+                     staged_.start <= horizon && staged_.start < response_min_) {
+            // the send is the next action (the port its pick found stands, no
+            // response goes before it, and stores taken before it do not
+            // change it): take it now
+            send_staged(now, Action{Step::kSend, staged_.plane, staged_.start, staged_.start});
+          }
+          break;
+        case Step::kNone:
+          break;
       }
       continue;
     }
     // sleep until the next thing we know of: an action, a store reaching the
     // hub (if there is room for it), a timer of the egress function
-    Tick next = a.valid ? a.start : kTickMax;
+    Tick next = a.valid() ? a.decide : kTickMax;
     if (!room_blocked_) {
       for (StoreSource* s : sources_) {
         if (s->has_head()) next = std::min(next, std::max(s->head().issue + sm_to_hub_, room_at_));

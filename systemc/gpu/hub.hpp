@@ -7,16 +7,22 @@
 // around them:
 // - egress: kernels' stores (StoreSources, the SM-to-hub interface) enter
 //   the egress function's write buffer when they reach the hub and there is
-//   room (otherwise the kernel stalls); the function picks the next packet;
-//   it takes the NVLink port (one per NVSwitch plane) that can start it
-//   first (ties rotate over the planes). Write responses owed to peers leave
-//   on the plane of the write they answer; on each port a waiting response
-//   goes before new data. With `sim.response_window_ns` > 0 the responses
+//   room (otherwise the kernel stalls); the function picks the next packet
+//   (EgressFunction::pick_cycles() before a port can start one, as a
+//   pipelined picker would, and no sooner than the previous pick is done;
+//   a pick in hub cycle c sees the stores that reached the hub by the end of
+//   cycle c); the packet leaves the buffer into a staged-packet register
+//   and, at its start, takes the NVLink port (one per NVSwitch plane) that
+//   can start it first (ties rotate over the planes). Write responses owed
+//   to peers leave on the plane of the write they answer; on each port a
+//   response ready by the time the staged packet could start there goes
+//   first. With `sim.response_window_ns` > 0 the responses
 //   owed to one producer for one transfer on one plane that complete within
 //   that window of the first travel as one transaction (all their flits),
 //   which leaves at the window's end. A packet starts when its port has
 //   bandwidth and credits. The egress is one SystemC method using temporal
-//   decoupling: it handles every action whose start lies within
+//   decoupling: it takes stores and handles actions (picks at their decision,
+//   sends and responses at their start) in time order while they lie within
 //   `sim.sync_quantum_ns` of the current time and sleeps until the next one
 //   otherwise.
 // - ingress: arrivals from all planes are handled in arrival-time order (an
@@ -49,6 +55,7 @@
 #include "common/payload_pool.hpp"
 #include "common/ring.hpp"
 #include "common/tlm_block.hpp"
+#include "golden/hub_clock.hpp"
 #include "golden/hub_functions.hpp"
 #include "gpu/memory_flows.hpp"
 #include "gpu/store_stream.hpp"
@@ -145,27 +152,65 @@ class Hub : public TlmBlock {
     std::uint32_t flits;             ///< on the wire (kept here: the payload itself is cold)
     tlm::tlm_generic_payload* gp;    ///< the response, from our pool
   };
+  /// What the egress does next. A pick decides the next packet (the egress
+  /// function chooses it; it is ready pick_lead_ later and waits in the
+  /// staged-packet register); a send puts the staged packet on the port that
+  /// can start it first; a response leaves on its plane.
+  enum class Step : std::uint8_t { kNone, kPick, kSend, kResponse };
   struct Action {
+    Step step = Step::kNone;
+    std::int32_t plane = 0;  ///< send and response: the port
+    Tick start = kTickMax;   ///< send and response: when the port starts it
+    Tick decide = kTickMax;  ///< when it happens: a pick, pick_lead_ before a port can start a packet; else its start
+    bool valid() const { return step != Step::kNone; }
+  };
+  /// The packet picked and not yet on a port.
+  struct Staged {
     bool valid = false;
-    bool response = false;
+    golden::StoreRequest store;
+    std::uint32_t packets = 0;
+    std::uint32_t flits = 0;
+    Tick ready = 0;  ///< the pick is done
+    /// When it could have started had the ports' credits not held its pick
+    /// back (the ports' credit-stall statistic); ready if they did not.
+    Tick credit_ready = 0;
+    /// The port its pick found (plane, start from ready) and whether that
+    /// answer stands: no port changed since (a send on that plane, or a new
+    /// call of egress()).
     std::int32_t plane = 0;
     Tick start = kTickMax;
-    Tick data_from = 0;  ///< data: the time it asked the ports for (plane, start: a maximal packet's)
+    bool port_known = false;
   };
 
   void egress();
-  /// Takes the stores that reach the hub by now + quantum while there is
-  /// room; whether it took any. `room_stop`: it stopped at a full buffer.
-  bool fill(Tick now, bool& room_stop);
-  Action next_action(Tick now, bool data_held);
+  /// The source whose next store reaches the hub first (it enters no earlier
+  /// than room_at_), and when; nullptr if none.
+  StoreSource* next_store(Tick& at);
+  /// Takes the stores that reach the hub by `until`, in time order, while
+  /// there is room (at most one if `one`), and moves `clock` to the start of
+  /// the hub cycle of the last one's arrival; whether it took any.
+  bool fill(Tick until, bool one, Tick& clock);
+  /// The action decided first (ties: a response, then a send, then a pick).
+  /// No pick is decided before `clock` or the end of the previous one
+  /// (egress_free_). A pick in hub cycle c sees the stores that reach the
+  /// hub in cycle c or before (as the packet manager's RTL does).
+  Action next_action(Tick now, Tick clock, bool data_held);
+  /// The start of a packet of `flits` ready at `from` on each port (cached
+  /// in data_start_ until a port changes); the plane that can start it
+  /// first, ties to the first in rotation order.
+  std::size_t earliest_port(Tick from, std::uint32_t flits, Tick& start);
   /// A packet left on `plane`: its port's answers are no longer known.
   void forget_plane(std::size_t plane) {
+    if (static_cast<std::size_t>(staged_.plane) == plane) staged_.port_known = false;
     data_known_ &= ~(std::uint64_t{1} << plane);
     response_known_ &= ~(std::uint64_t{1} << plane);
   }
   /// `start`: when its port starts it (as next_action found).
   void send_response(std::int32_t plane, Tick start, Tick now);
-  bool send_data(Tick now, const Action& a);
+  /// Picks at a.decide into the staged register; false if the egress
+  /// function holds its data back.
+  bool pick(const Action& a);
+  void send_staged(Tick now, const Action& a);
   bool on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry);
   /// Adds the response `w` (its write complete at `done`) to a queued response
   /// of `q` for the same producer and transfer whose window is still open;
@@ -180,7 +225,9 @@ class Hub : public TlmBlock {
   Tick hub_latency_;
   Tick quantum_;
   Tick response_window_;  ///< sim.response_window_ns
+  Tick pick_lead_ = 0;    ///< the egress function's pick_cycles(), in ticks
   double hub_clock_ghz_;
+  golden::HubClock hub_clock_;
   std::uint32_t ack_flits_;
   std::uint32_t max_packet_flits_;
   PacketFormat fmt_;
@@ -209,6 +256,16 @@ class Hub : public TlmBlock {
   PayloadPool pool_;
   Tick ingress_free_ = 0;  ///< when the ingress function can take the next write
   Tick egress_free_ = 0;   ///< when the egress function can make the next decision
+  Staged staged_;
+  /// The earliest start a port's bandwidth allowed the next pick's packet
+  /// while credits held the pick back (kTickMax: they did not).
+  Tick credit_wait_from_ = kTickMax;
+  Tick response_min_ = kTickMax;  ///< the last next_action's earliest response start
+  // next_store's answer, until a store is taken, room_at_ moves or a call of
+  // egress() begins (sources come and go between calls)
+  StoreSource* next_src_ = nullptr;
+  Tick next_src_at_ = kTickMax;
+  bool next_src_known_ = false;
   Tick room_at_ = 0;       ///< a store that found the buffer full enters no earlier than this
   bool room_blocked_ = false;
   Tick blocked_since_ = 0;
@@ -217,13 +274,15 @@ class Hub : public TlmBlock {
   // changes then only by what the egress sends on it (credit reports and new
   // responses come from other processes), so an answer stands until a packet
   // leaves on its plane. Bit p of data_known_: data_start_[p] is the start
-  // of a maximal packet from data_known_from_; of response_known_:
-  // response_start_[p] is the start of plane p's first response.
+  // of a packet of data_known_flits_ from data_known_from_; of
+  // response_known_: response_start_[p] is the start of plane p's first
+  // response.
   std::vector<Tick> data_start_;
   std::vector<Tick> response_start_;
   std::uint64_t data_known_ = 0;
   std::uint64_t response_known_ = 0;
   Tick data_known_from_ = 0;
+  std::uint32_t data_known_flits_ = 0;
   sc_core::sc_event work_ev_;
   Tick wake_at_ = kTickMax;
   std::uint64_t data_packets_ = 0;

@@ -352,6 +352,7 @@ Tick RtlRuntimePacketManager::next_event(Tick now) const {
 
 std::size_t RtlRuntimePacketManager::occupancy() const { return impl_->held; }
 const golden::RpmStats* RtlRuntimePacketManager::rpm_stats() const { return &impl_->stats; }
+std::uint32_t RtlRuntimePacketManager::pick_cycles() const { return impl_->p.pick_cycles; }
 
 const std::vector<std::uint64_t>& RtlRuntimePacketManager::last_pick_tags() const { return impl_->last_tags; }
 std::uint64_t RtlRuntimePacketManager::cycles_simulated() const { return impl_->model->simulated; }

@@ -78,6 +78,7 @@ class RtlRuntimePacketManager : public golden::EgressFunction {
   /// timer flush when the RTL's age counter of the granted slot had reached
   /// the timeout, else a pressure flush when its partition was full.
   const golden::RpmStats* rpm_stats() const override;
+  std::uint32_t pick_cycles() const override;
 
   /// The tags of the stores the last picked packet carries, oldest first.
   const std::vector<std::uint64_t>& last_pick_tags() const;

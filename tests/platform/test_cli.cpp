@@ -208,11 +208,12 @@ TEST(Cli, ResponseWindowGathersResponsesWithABoundedError) {
 }
 
 // sim.sync_quantum_ns, the egress's decision horizon (a known approximation,
-// docs/results/simulator.md "The quantum and the packet manager's pick"): the
-// software all-to-all does not depend on it, and the MoE-Hub combine of the
-// default model at 8,192 tokens comes out at most 5 % shorter at the shipped
-// 10 ns than at 1 ns (measured -2.7 %, layer -0.08 %; Qwen1.5 at 4,096 tokens,
-// documented there, -19 %).
+// docs/results/simulator.md "The quantum and the packet manager's pick"):
+// neither the software all-to-all nor the MoE-Hub combine of the default model
+// at 8,192 tokens depends on it (measured at 1 and 10 ns: a2a +0.15 %,
+// MoE-Hub combine +0.02 %, layer +0.0005 %). Before the egress picked each
+// packet a pick cycle ahead of its port, the combine came out 2.7 % shorter at
+// 10 ns.
 struct PhaseRun {
   double phase = 0, layer = 0;
 };
@@ -223,7 +224,7 @@ PhaseRun quantum_run(const std::string& args, const char* quantum, const char* p
   return {j["breakdown_us"].value(phase, 0.0), j["layer_time_us"].get<double>()};
 }
 
-TEST(Cli, SyncQuantumMovesTheMoeHubCombineWithinItsBound) {
+TEST(Cli, SyncQuantumLeavesTheCombineWithinItsBound) {
   const double a2a_fine = quantum_run("--schedule a2a-uniform", "1", "all_to_all").phase;
   const double a2a_shipped = quantum_run("--schedule a2a-uniform", "10", "all_to_all").phase;
   ASSERT_GT(a2a_fine, 0);
@@ -232,9 +233,24 @@ TEST(Cli, SyncQuantumMovesTheMoeHubCombineWithinItsBound) {
   const PhaseRun fine = quantum_run(hub, "1", "combine");
   const PhaseRun shipped = quantum_run(hub, "10", "combine");
   ASSERT_GT(fine.phase, 0);
-  EXPECT_GE(shipped.phase / fine.phase, 0.95) << shipped.phase << " vs " << fine.phase;
-  EXPECT_LE(shipped.phase / fine.phase, 1.01) << shipped.phase << " vs " << fine.phase;
-  EXPECT_NEAR(shipped.layer / fine.layer, 1.0, 0.002) << shipped.layer << " vs " << fine.layer;
+  EXPECT_NEAR(shipped.phase / fine.phase, 1.0, 0.005) << shipped.phase << " vs " << fine.phase;
+  EXPECT_NEAR(shipped.layer / fine.layer, 1.0, 0.0005) << shipped.layer << " vs " << fine.layer;
+}
+
+// The egress decides a port's next packet hub.rpm_pick_cycles before the port
+// can start it (a pipelined picker): at the finest quantum the packet
+// manager's one cycle (0.67 ns, below the 0.72 ns a packet takes over the
+// four planes) adds nothing to the MoE-Hub combine (measured 41.15 against
+// 41.22 us without it; 42.30 before the pick was pipelined), while two
+// cycles (1.33 ns) make the picker the bottleneck (45.34 us).
+TEST(Cli, PipelinedPickHidesThePacketManagersCycle) {
+  const std::string hub = "--schedule moehub --hub-impl moehub --set system.hub.rpm_pick_cycles=";
+  const double none = quantum_run(hub + "0", "1", "combine").phase;
+  const double one = quantum_run(hub + "1", "1", "combine").phase;
+  const double two = quantum_run(hub + "2", "1", "combine").phase;
+  ASSERT_GT(none, 0);
+  EXPECT_NEAR(one / none, 1.0, 0.005) << one << " vs " << none;
+  EXPECT_GT(two / none, 1.05) << two << " vs " << none;
 }
 
 // The ring schedules run end to end, pass their self-checks, and overlap:

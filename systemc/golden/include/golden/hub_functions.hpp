@@ -67,6 +67,10 @@ class EgressFunction {
   virtual Tick next_event(Tick now) const = 0;
   /// Stores held in the buffer.
   virtual std::size_t occupancy() const = 0;
+  /// Hub cycles one pick() takes (EgressPick::cycles). The hub decides a
+  /// port's next packet this long before the port can start it, as a
+  /// pipelined picker would, so that picking does not add to every packet.
+  virtual std::uint32_t pick_cycles() const { return 0; }
   /// The packet manager's counters, for an implementation that keeps them
   /// (the RPM and its RTL stand-in; a wrapper forwards its inner one's);
   /// nullptr otherwise.

@@ -125,6 +125,7 @@ class RuntimePacketManager : public EgressFunction {
   const std::vector<std::uint64_t>& last_pick_tags() const { return last_tags_; }
   const RpmStats& stats() const { return stats_; }
   const RpmStats* rpm_stats() const override { return &stats_; }
+  std::uint32_t pick_cycles() const override { return p_.pick_cycles; }
   const RpmParams& params() const { return p_; }
 
  private:
