@@ -379,8 +379,9 @@ void Hub::egress() {
   // change anything now
   bool data_held = false;
   // Stores and actions in time order, up to the horizon: a store that
-  // reaches the hub by a pick is in the buffer for it, and no later one is.
-  // `clock`: the arrival of the last store taken in.
+  // reaches the hub by the end of a pick's hub cycle is in the buffer for
+  // it, and no later one is. `clock`: the start of the hub cycle in which
+  // the last store taken in arrived (no pick is decided before it).
   const Tick horizon = now + quantum_;
   Tick clock = now;
   for (;;) {
