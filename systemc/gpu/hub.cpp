@@ -220,13 +220,9 @@ std::size_t Hub::earliest_port(Tick from, std::uint32_t flits, Tick& start) {
 Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
   Action best;
   if (staged_.valid) {
-    // the staged packet goes to the port that can start it first. A port's
-    // answer depends on the flits only through the credits they hold (one
-    // maximal packet at most), so for a packet ready at the start its pick
-    // found, holding a maximal packet's credits, that port stands while it
-    // has not changed.
-    if (staged_.port_known && staged_.ready == staged_.start && staged_.ready >= now &&
-        staged_.flits >= max_packet_flits_ && ports_hold_max_packet_) {
+    // the staged packet goes to the port that can start it first: the one
+    // its pick found, if that answer stands
+    if (staged_port_stands() && staged_.ready >= now) {
       best = {Step::kSend, staged_.plane, staged_.start, staged_.start};
     } else {
       Tick s = kTickMax;
@@ -253,7 +249,7 @@ Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
   // responses: on its plane, a response ready by the time the staged packet
   // could start there goes first
   const auto P = static_cast<std::size_t>(planes_);
-  response_min_ = kTickMax;
+  Tick first_response = kTickMax;
   for (std::size_t p = 0; p < P; ++p) {
     const Ring<Response>& q = responses_q_[p];
     if (q.empty()) continue;
@@ -265,11 +261,12 @@ Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
     }
     const Tick s = response_start_[p];
     if (s == kTickMax) continue;
-    response_min_ = std::min(response_min_, s);
+    first_response = std::min(first_response, s);
     if (s < best.decide || (s == best.decide && best.step != Step::kResponse)) {
       best = {Step::kResponse, static_cast<std::int32_t>(p), s, s};
     }
   }
+  best.first_response = first_response;
   return best;
 }
 
@@ -419,8 +416,7 @@ void Hub::egress() {
         case Step::kPick:
           if (!pick(a)) {
             data_held = true;
-          } else if (staged_.ready == staged_.start && staged_.flits >= max_packet_flits_ && ports_hold_max_packet_ &&
-                     staged_.start <= horizon && staged_.start < response_min_) {
+          } else if (staged_port_stands() && staged_.start <= horizon && staged_.start < a.first_response) {
             // the send is the next action (the port its pick found stands, no
             // response goes before it, and stores taken before it do not
             // change it): take it now
@@ -436,9 +432,8 @@ void Hub::egress() {
     // hub (if there is room for it), a timer of the egress function
     Tick next = a.valid() ? a.decide : kTickMax;
     if (!room_blocked_) {
-      for (StoreSource* s : sources_) {
-        if (s->has_head()) next = std::min(next, std::max(s->head().issue + sm_to_hub_, room_at_));
-      }
+      Tick at = 0;
+      if (next_store(at)) next = std::min(next, at);
     }
     const Tick timer = fn_.egress->next_event(now);
     if (timer != golden::kNever) next = std::min(next, timer);

@@ -162,6 +162,7 @@ class Hub : public TlmBlock {
     std::int32_t plane = 0;  ///< send and response: the port
     Tick start = kTickMax;   ///< send and response: when the port starts it
     Tick decide = kTickMax;  ///< when it happens: a pick, pick_lead_ before a port can start a packet; else its start
+    Tick first_response = kTickMax;  ///< the earliest start of a queued response, on any plane
     bool valid() const { return step != Step::kNone; }
   };
   /// The packet picked and not yet on a port.
@@ -195,6 +196,14 @@ class Hub : public TlmBlock {
   /// (egress_free_). A pick in hub cycle c sees the stores that reach the
   /// hub in cycle c or before (as the packet manager's RTL does).
   Action next_action(Tick now, Tick clock, bool data_held);
+  /// The port the staged packet's pick found still stands for it: no port
+  /// changed since, the packet is ready at that start, and it holds a
+  /// maximal packet's credits (a port's answer depends on the flits only
+  /// through the credits they hold).
+  bool staged_port_stands() const {
+    return staged_.port_known && staged_.ready == staged_.start && staged_.flits >= max_packet_flits_ &&
+           ports_hold_max_packet_;
+  }
   /// The start of a packet of `flits` ready at `from` on each port (cached
   /// in data_start_ until a port changes); the plane that can start it
   /// first, ties to the first in rotation order.
@@ -260,7 +269,6 @@ class Hub : public TlmBlock {
   /// The earliest start a port's bandwidth allowed the next pick's packet
   /// while credits held the pick back (kTickMax: they did not).
   Tick credit_wait_from_ = kTickMax;
-  Tick response_min_ = kTickMax;  ///< the last next_action's earliest response start
   // next_store's answer, until a store is taken, room_at_ moves or a call of
   // egress() begins (sources come and go between calls)
   StoreSource* next_src_ = nullptr;

@@ -208,7 +208,7 @@ TEST(Cli, ResponseWindowGathersResponsesWithABoundedError) {
 }
 
 // sim.sync_quantum_ns, the egress's decision horizon (a known approximation,
-// docs/results/simulator.md "The quantum and the packet manager's pick"):
+// docs/results/simulator.md "The staged-packet egress"):
 // neither the software all-to-all nor the MoE-Hub combine of the default model
 // at 8,192 tokens depends on it (measured at 1 and 10 ns: a2a +0.15 %,
 // MoE-Hub combine +0.02 %, layer +0.0005 %). Before the egress picked each
