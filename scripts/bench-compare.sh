@@ -12,11 +12,13 @@
 # Environment: BENCH_BUILD_DIR=<dir> times the moehub-sim of an existing
 # build folder of the working tree (configured for Release) instead of the
 # release preset's; BENCH_JOBS=<names> (comma-separated: megatron-packet,
-# megatron-row, ring-expert, megatron-window) runs only those jobs (the old
+# megatron-row, ring-expert, megatron-window, megatron-own) runs only those jobs (the old
 # build's packet-level ring-expert run alone takes several minutes). The
 # megatron-window job runs the old build on its default configuration and the
 # new one with a 100 ns response window (sim.response_window_ns), the speed
-# setting beside the reference it approximates; it is not in the default set.
+# setting beside the reference it approximates; megatron-own likewise with
+# the write responses on a channel of their own (nvlink.response_channel).
+# Neither is in the default set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
@@ -49,10 +51,12 @@ old_bin, new_bin, old_sha, reps, work = sys.argv[1], sys.argv[2], sys.argv[3], i
 # default set): the old build's packet-level ring-expert run takes about ten
 # minutes, so it runs once
 window = ["--set", "system.sim.response_window_ns=100"]
+own = ["--set", "system.nvlink.response_channel=own"]
 jobs = [("megatron-packet", "megatron, packet", ["--schedule", "megatron"], reps, [], True),
         ("megatron-row", "megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps, [], True),
         ("ring-expert", "ring-expert, default", ["--schedule", "ring-expert"], 1, [], True),
-        ("megatron-window", "megatron, pkt, 100ns", ["--schedule", "megatron"], reps, window, False)]
+        ("megatron-window", "megatron, pkt, 100ns", ["--schedule", "megatron"], reps, window, False),
+        ("megatron-own", "megatron, pkt, own", ["--schedule", "megatron"], reps, own, False)]
 wanted = [j for j in os.environ.get("BENCH_JOBS", "").split(",") if j]
 unknown = set(wanted) - {key for key, *_ in jobs}
 if unknown:

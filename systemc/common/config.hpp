@@ -55,6 +55,10 @@ struct NvlinkConfig {
   double bw_gbps_per_direction_per_gpu = 200;  ///< all of one GPU's links together, one direction, > 0
   double gpu_switch_latency_ns = 250;  ///< one-way GPU <-> switch latency (wire + PHY + port), >= 0
   int credits_flits = 2048;            ///< receive-buffer credits of each link endpoint, in flits, >= max packet flits
+  /// Write responses: "shared" (they take the data's credits and report their
+  /// release, one channel) or "own" (a channel of their own whose receivers
+  /// always take them: no credits, no release reports)
+  std::string response_channel = "shared";
 };
 
 struct NvswitchConfig {

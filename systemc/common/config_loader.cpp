@@ -465,6 +465,7 @@ void read_nvlink(StrictMap m, NvlinkConfig& n) {
                             "flit_bytes = " + std::to_string(max_packet_flits) +
                                 " flits (got " + std::to_string(n.credits_flits) + ")");
   }
+  n.response_channel = m.get_enum("response_channel", {"shared", "own"});
   m.finish();
 }
 

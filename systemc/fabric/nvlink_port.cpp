@@ -16,7 +16,8 @@ NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& 
       latency_(ns_to_ticks(cfg.gpu_switch_latency_ns)),
       server_(std::string(this->name()), bw_gbps, latency_),
       credits_available_(static_cast<std::uint32_t>(cfg.credits_flits)),
-      credits_total_(static_cast<std::uint32_t>(cfg.credits_flits)) {
+      credits_total_(static_cast<std::uint32_t>(cfg.credits_flits)),
+      responses_own_(cfg.response_channel == "own") {
   lanes_.resize(kLanes);
   in.bind(*this);
   out.bind(*this);
@@ -88,17 +89,20 @@ Tick NvlinkPort::credits_back(std::uint32_t flits) const {
 bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   auto* ext = &moe_ext(gp);
   const std::uint32_t flits = ext->flits;
-  const Tick start = earliest_start(arrival, flits);
+  const bool credited = takes_credits(ext->kind);
+  const Tick start = credited ? earliest_start(arrival, flits) : server_.earliest_start(arrival);
   if (start == kTickMax) return false;
   const Tick now = now_ticks();
   released_to_ = start;
-  if (credits_available_ < credit_flits(flits)) release_until(start);
+  if (credited && credits_available_ < credit_flits(flits)) release_until(start);
   // time lost waiting for credits, measured from when the packet was ready
   const Tick bw_start = server_.earliest_start(std::min(arrival, ext->ready));
   if (start > bw_start) credit_stall_ += start - bw_start;
   const auto slot = server_.serve(arrival, static_cast<double>(flits) * cfg_.flit_bytes, start);
-  credits_available_ -= credit_flits(flits);
-  memo_valid_ = false;
+  if (credited) {
+    credits_available_ -= credit_flits(flits);
+    memo_valid_ = false;
+  }
   ++transactions_;
   packets_ += ext->packets;
   flits_ += flits;
@@ -108,8 +112,9 @@ bool NvlinkPort::try_send(tlm::tlm_generic_payload& gp, Tick arrival) {
   } else {
     response_packets_ += ext->packets;
   }
-  // the sender's buffer is free once we start sending
-  if (release_reports_) {
+  // the sender's buffer is free once we start sending (a response on its own
+  // channel held no credits there)
+  if (release_reports_ && credited) {
     tlm::tlm_phase end_req = tlm::END_REQ;
     sc_core::sc_time up = to_sc(slot.start - now);
     in->nb_transport_bw(gp, end_req, up);
@@ -125,9 +130,20 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_fw(tlm::tlm_generic_payload& gp, tlm
                                                sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase");
   const Tick arrival = now_ticks() + to_ticks(delay);
-  if (!waiting_.empty() || !try_send(gp, arrival)) {
+  // A response on its own channel passes the data waiting for credits: a
+  // waiting packet's credits are not known to come back, and a report made
+  // from now on brings them back no sooner than now + the link latency,
+  // which is no earlier than this arrival (a hub hands a response over when
+  // it may leave, a switch at most the link latency ahead), so none of them
+  // could have started before it. A switch with nvswitch.crossing_latency_ns
+  // > 0 hands packets over up to that much more ahead: there a waiting packet
+  // could have started up to that crossing latency before the response (0 in
+  // every shipped system).
+  const bool credited = takes_credits(moe_ext(gp).kind);
+  if ((credited && !waiting_.empty()) || !try_send(gp, arrival)) {
     waiting_.push_back({&gp, arrival});
     ++parked_total_;
+    if (moe_ext(gp).kind == PacketKind::kResponse) ++responses_parked_;
   }
   return tlm::TLM_ACCEPTED;
 }
@@ -136,7 +152,7 @@ tlm::tlm_sync_enum NvlinkPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm
                                                sc_core::sc_time& delay) {
   if (phase != tlm::END_REQ) throw std::logic_error(std::string(name()) + ": unexpected phase on the way back");
   const MoePacketExt& ext = moe_ext(gp);
-  const std::uint32_t held = credit_flits(ext.flits);
+  const std::uint32_t held = takes_credits(ext.kind) ? credit_flits(ext.flits) : 0;
   const Tick back = now_ticks() + to_ticks(delay) + latency_;
   if (held > 0) {
     const auto i = static_cast<std::size_t>(ext.dst_gpu) % kLanes;

@@ -16,6 +16,17 @@
 // transaction it reports END_REQ upstream (the sender's buffer is free),
 // unless the sender has switched the reports off (set_release_reports).
 //
+// Write responses: with nvlink.response_channel "own" they travel on a
+// channel of their own whose receivers always take them (as PCIe endpoints
+// advertise infinite completion credits and CHI requesters accept every
+// response): a response takes no credits, so nobody reports its release.
+// It shares the link's bandwidth, and passes data that waits in the port's
+// queue for credits (that data could not start before the response's
+// arrival, up to nvswitch.crossing_latency_ns at a switch port: see
+// nb_transport_fw). With "shared" (the reference) responses
+// take the data's credits and wait in the queue like any transaction
+// (counted: responses_parked).
+//
 // Protocol (both directions): nb_transport_fw(BEGIN_REQ, delay = arrival -
 // now) hands a transaction over; nb_transport_bw(END_REQ, delay = release -
 // now) reports that the receiver's buffer released it.
@@ -52,6 +63,11 @@ class NvlinkPort : public TlmBlock {
   /// or, for a row-granularity transaction, one maximal packet (its packets
   /// stream through the buffer one behind the other).
   std::uint32_t credit_flits(std::uint32_t flits) const { return std::min(flits, max_packet_flits_); }
+
+  /// Whether a transaction of this kind takes credits (every one, unless
+  /// responses have a channel of their own).
+  bool takes_credits(PacketKind kind) const { return !(responses_own_ && kind == PacketKind::kResponse); }
+  bool responses_own_channel() const { return responses_own_; }
 
   /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
   /// this port, from bandwidth and the credits known to be back; kTickMax if
@@ -93,6 +109,8 @@ class NvlinkPort : public TlmBlock {
   Tick credit_stall() const { return credit_stall_; }
   /// Transactions that had to wait in the port's queue for credits.
   std::uint64_t parked() const { return parked_total_; }
+  /// Of those, write responses (0 when they have a channel of their own).
+  std::uint64_t responses_parked() const { return responses_parked_; }
   /// Credits (flits) currently held by the far end.
   std::uint32_t credits_outstanding() const;
 
@@ -147,12 +165,14 @@ class NvlinkPort : public TlmBlock {
   std::deque<Waiting> waiting_;
   std::function<void(Tick)> listener_;
   bool release_reports_ = true;
+  bool responses_own_ = false;  ///< nvlink.response_channel == "own"
   std::uint64_t transactions_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t write_packets_ = 0;
   std::uint64_t response_packets_ = 0;
   std::uint64_t parked_total_ = 0;
+  std::uint64_t responses_parked_ = 0;
   double payload_bytes_ = 0;
   Tick credit_stall_ = 0;
 };

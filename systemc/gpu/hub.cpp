@@ -76,6 +76,7 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
       hub_latency_(ns_to_ticks(sys.gpu.hub_latency_ns)),
       quantum_(std::max<Tick>(1, ns_to_ticks(sys.sim.sync_quantum_ns))),
       response_window_(ns_to_ticks(sys.sim.response_window_ns)),
+      responses_own_(sys.nvlink.response_channel == "own"),
       hub_clock_ghz_(sys.hub.clock_ghz),
       hub_clock_(sys.hub.clock_ghz),
       ack_flits_(static_cast<std::uint32_t>(sys.nvlink.ack_flits)),
@@ -256,7 +257,8 @@ Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
     const std::uint64_t bit = std::uint64_t{1} << p;
     if (!(response_known_ & bit)) {
       const Response& r = q.front();
-      response_start_[p] = ports_[p]->earliest_start(std::max(r.ready, now), r.flits);
+      const Tick at = std::max(r.ready, now);
+      response_start_[p] = responses_own_ ? ports_[p]->server().earliest_start(at) : ports_[p]->earliest_start(at, r.flits);
       response_known_ |= bit;
     }
     const Tick s = response_start_[p];
@@ -471,9 +473,11 @@ bool Hub::on_arrival(tlm::tlm_generic_payload& gp, Tick at, Tick& retry) {
       congested_[peer] = 0;
       wake(exit);
     }
-    tlm::tlm_phase end_req = tlm::END_REQ;
-    sc_core::sc_time d = to_sc(exit - now);
-    nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
+    if (!responses_own_) {  // on a channel of its own it held no credits
+      tlm::tlm_phase end_req = tlm::END_REQ;
+      sc_core::sc_time d = to_sc(exit - now);
+      nvl2hub[plane]->nb_transport_bw(gp, end_req, d);
+    }
     sink_->on_acknowledged(*ext, exit);
     gp.release();
     return true;

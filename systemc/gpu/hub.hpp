@@ -234,6 +234,7 @@ class Hub : public TlmBlock {
   Tick hub_latency_;
   Tick quantum_;
   Tick response_window_;  ///< sim.response_window_ns
+  bool responses_own_;    ///< nvlink.response_channel == "own": responses take no credits
   Tick pick_lead_ = 0;    ///< the egress function's pick_cycles(), in ticks
   double hub_clock_ghz_;
   golden::HubClock hub_clock_;

@@ -198,6 +198,8 @@ void report_block_stats(Node& node) {
         .add("flits", port.flits_sent())
         .add("write_packets", port.write_packets())
         .add("response_packets", port.response_packets())
+        .add("parked", port.parked())
+        .add("responses_parked", port.responses_parked())
         .set("payload_bytes", port.payload_bytes())
         .set("busy_us", us(s.busy()))
         .set("credit_stall_us", us(port.credit_stall()));

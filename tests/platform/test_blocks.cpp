@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/arrival_queue.hpp"
@@ -94,6 +95,8 @@ class Driver : public TlmBlock {
   std::vector<Tick> released, done;
   PayloadPool pool;
   int plane = 0;  ///< the plane its packets claim to have come by
+  /// Kinds of the transactions in turn (empty: all writes); a response is one flit.
+  std::vector<PacketKind> kinds;
 
  private:
   void run() {
@@ -101,10 +104,12 @@ class Driver : public TlmBlock {
     for (int i = 0; i < count_; ++i) {
       MoePayload* gp = pool.allocate();
       MoePacketExt& ext = *gp->ext();
-      ext.flits = flits_;
+      ext.kind = kinds.empty() ? PacketKind::kWrite : kinds[static_cast<std::size_t>(i) % kinds.size()];
+      const bool response = ext.kind == PacketKind::kResponse;
+      ext.flits = response ? 1 : flits_;
       ext.src_gpu = src_;
       ext.plane = plane;
-      ext.store.bytes = (flits_ - 1) * 16;
+      ext.store.bytes = response ? 0 : (flits_ - 1) * 16;
       ext.store.row_id = i;
       ext.dst_gpu = dsts_.empty() ? 0 : dsts_[static_cast<std::size_t>(i) % dsts_.size()];
       ext.ready = now_ticks();
@@ -198,6 +203,49 @@ TEST(NvlinkPortBlock, StalledReceiverBackPressuresTheSender) {
   EXPECT_EQ(port.parked(), 4u);
   EXPECT_GE(drv.released.size(), 4u);
   EXPECT_GE(drv.released[2], 5000000u + 250000u);  // the driver's buffer held them until credits came back
+}
+
+// Write responses behind data that waits for credits (credits for one packet,
+// a receiver that keeps everything until 5 us): on their own channel
+// (nvlink.response_channel "own") they take no credits and pass the waiting
+// data; sharing the data's channel they wait behind it, here for good (the
+// receiver keeps what arrives after its release).
+void responses_behind_waiting_data(const std::string& channel) {
+  Driver drv("drv", 4, 9);
+  drv.kinds = {PacketKind::kWrite, PacketKind::kWrite, PacketKind::kResponse, PacketKind::kResponse};
+  NvlinkConfig cfg = link(9);
+  cfg.response_channel = channel;
+  NvlinkPort port("port", cfg, 50.0);  // a 9-flit packet in 2880 ps, a response in 320 ps
+  Sink sink("sink", 0, 5000000);
+  drv.out.bind(port.in);
+  port.out.bind(sink.in);
+  sc_core::sc_start();
+  const Tick lat = 250000;
+  if (channel == "own") {
+    EXPECT_EQ(sink.ids, (std::vector<std::int64_t>{0, 2, 3, 1}));
+    ASSERT_EQ(sink.arrivals.size(), 4u);
+    EXPECT_EQ(sink.arrivals[1], 2880u + 320u + lat);  // right behind the first packet on the wire
+    EXPECT_EQ(sink.arrivals[2], 2880u + 640u + lat);
+    EXPECT_EQ(sink.arrivals[3], 5000000u + lat + 2880u + lat);  // the data: when credits are back
+    EXPECT_EQ(port.parked(), 1u);
+    EXPECT_EQ(port.responses_parked(), 0u);
+    EXPECT_EQ(port.response_packets(), 2u);
+  } else {
+    EXPECT_EQ(sink.ids, (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(port.parked(), 3u);
+    EXPECT_EQ(port.responses_parked(), 2u);
+    EXPECT_EQ(port.response_packets(), 0u);
+  }
+}
+
+TEST(NvlinkPortBlock, ResponsesOnTheirOwnChannelPassDataWaitingForCredits) {
+  if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
+  responses_behind_waiting_data("own");
+}
+
+TEST(NvlinkPortBlock, ResponsesSharingTheDataChannelWaitBehindIt) {
+  if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
+  responses_behind_waiting_data("shared");
 }
 
 /// Binds driver i to the switch's input i and sink i to its output i.
