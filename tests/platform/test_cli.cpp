@@ -157,6 +157,34 @@ nlohmann::json passed_results(const std::string& args, const std::string& tag) {
   return j;
 }
 
+// The layer and its all-to-all phases (us) of a results JSON.
+struct LayerPhases {
+  double layer = 0, dispatch = 0, combine = 0;
+};
+
+LayerPhases layer_phases(const nlohmann::json& j) {
+  return {j["layer_time_us"].get<double>(), j["breakdown_us"].value("dispatch", 0.0),
+          j["breakdown_us"].value("combine", 0.0)};
+}
+
+// A run of `args` with one system key set to `value`: its self-checks pass and
+// no write response leaves before its write (null if the run failed).
+nlohmann::json response_variant(const std::string& args, const std::string& key, const char* value,
+                                const std::string& tag) {
+  auto j = passed_results(args + " --set system." + key + "=" + value, tag + value);
+  if (!j.is_null()) {
+    EXPECT_EQ(j["totals"]["responses_before_write"].get<std::uint64_t>(), 0u) << key << "=" << value;
+  }
+  return j;
+}
+
+// A variant's all-to-all phases within 1 % and its layer within 0.01 % of the reference's.
+void expect_phases_near(const LayerPhases& v, const LayerPhases& ref) {
+  EXPECT_NEAR(v.dispatch / ref.dispatch, 1.0, 0.01) << v.dispatch << " vs " << ref.dispatch;
+  EXPECT_NEAR(v.combine / ref.combine, 1.0, 0.01) << v.combine << " vs " << ref.combine;
+  EXPECT_NEAR(v.layer / ref.layer, 1.0, 1e-4) << v.layer << " vs " << ref.layer;
+}
+
 // sim.response_window_ns: the responses a window gathers travel together, each
 // write is still answered exactly once (the response packets on the links and
 // the writes answered are the reference's), none leaves before its write, and
@@ -165,20 +193,15 @@ nlohmann::json passed_results(const std::string& args, const std::string& tag) {
 // +0.43 % dispatch, +0.39 % combine, +0.004 % layer at 100 ns). A MoE-Hub run
 // (row stores: its transfers complete on the bytes the responses answer)
 // passes its self-checks with responses joined.
-struct ResponseRun {
-  double layer = 0, dispatch = 0, combine = 0;
+struct ResponseRun : LayerPhases {
   std::uint64_t sent = 0, joined = 0, response_packets = 0;
 };
 
 ResponseRun response_run(const std::string& args, const char* window) {
   ResponseRun out;
-  const auto j =
-      passed_results(args + " --set system.sim.response_window_ns=" + window, std::string("respwin") + window);
+  const auto j = response_variant(args, "sim.response_window_ns", window, "respwin");
   if (j.is_null()) return out;
-  EXPECT_EQ(j["totals"]["responses_before_write"].get<std::uint64_t>(), 0u) << window;
-  out.layer = j["layer_time_us"].get<double>();
-  out.dispatch = j["breakdown_us"].value("dispatch", 0.0);
-  out.combine = j["breakdown_us"].value("combine", 0.0);
+  static_cast<LayerPhases&>(out) = layer_phases(j);
   for (const auto& [name, block] : j["stats"].items()) {
     if (name.size() > 4 && name.compare(name.size() - 4, 4, "_hub") == 0) {
       out.sent += block["responses_sent"].get<std::uint64_t>();
@@ -199,9 +222,7 @@ TEST(Cli, ResponseWindowGathersResponsesWithABoundedError) {
   EXPECT_EQ(win.sent + win.joined, ref.sent);  // every write answered once
   EXPECT_EQ(win.response_packets, ref.response_packets);
   EXPECT_LT(3 * win.sent, ref.sent) << "the window should gather several responses per transaction";
-  EXPECT_NEAR(win.dispatch / ref.dispatch, 1.0, 0.01) << win.dispatch << " vs " << ref.dispatch;
-  EXPECT_NEAR(win.combine / ref.combine, 1.0, 0.01) << win.combine << " vs " << ref.combine;
-  EXPECT_NEAR(win.layer / ref.layer, 1.0, 1e-4) << win.layer << " vs " << ref.layer;
+  expect_phases_near(win, ref);
 
   const ResponseRun hub = response_run("--tokens 1024 --schedule moehub --hub-impl moehub", "100");
   EXPECT_GT(hub.joined, 0u);
@@ -214,20 +235,15 @@ TEST(Cli, ResponseWindowGathersResponsesWithABoundedError) {
 // within 1 % and the layer within 0.01 % of the shared channel's (measured at
 // 8,192 tokens: dispatch -0.01 %, combine -0.57 %, layer -0.02 %). A value
 // outside {shared, own} is refused, naming the key.
-struct ChannelRun {
-  double layer = 0, dispatch = 0, combine = 0;
+struct ChannelRun : LayerPhases {
   std::uint64_t response_packets = 0, responses_parked = 0;
 };
 
 ChannelRun channel_run(const std::string& args, const char* channel) {
   ChannelRun out;
-  const auto j = passed_results(args + " --set system.nvlink.response_channel=" + channel,
-                                std::string("respch") + channel);
+  const auto j = response_variant(args, "nvlink.response_channel", channel, "respch");
   if (j.is_null()) return out;
-  EXPECT_EQ(j["totals"]["responses_before_write"].get<std::uint64_t>(), 0u) << channel;
-  out.layer = j["layer_time_us"].get<double>();
-  out.dispatch = j["breakdown_us"].value("dispatch", 0.0);
-  out.combine = j["breakdown_us"].value("combine", 0.0);
+  static_cast<LayerPhases&>(out) = layer_phases(j);
   for (const auto& [name, block] : j["stats"].items()) {
     if (name.find("_to_") == std::string::npos) continue;  // the NVLink ports
     out.responses_parked += block["responses_parked"].get<std::uint64_t>();
@@ -244,9 +260,7 @@ TEST(Cli, ResponsesOnTheirOwnChannelKeepTheLayerWithinItsBound) {
   EXPECT_EQ(own.response_packets, shared.response_packets);
   EXPECT_GT(shared.responses_parked, 0u);
   EXPECT_EQ(own.responses_parked, 0u);
-  EXPECT_NEAR(own.dispatch / shared.dispatch, 1.0, 0.01) << own.dispatch << " vs " << shared.dispatch;
-  EXPECT_NEAR(own.combine / shared.combine, 1.0, 0.01) << own.combine << " vs " << shared.combine;
-  EXPECT_NEAR(own.layer / shared.layer, 1.0, 1e-4) << own.layer << " vs " << shared.layer;
+  expect_phases_near(own, shared);
 
   const fs::path d = temp_dir("respchbad");
   const Result bad = run(" --quiet --set system.nvlink.response_channel=private --out-dir " + d.string(), d);
