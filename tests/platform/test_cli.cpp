@@ -162,9 +162,10 @@ struct LayerPhases {
   double layer = 0, dispatch = 0, combine = 0;
 };
 
-LayerPhases layer_phases(const nlohmann::json& j) {
-  return {j["layer_time_us"].get<double>(), j["breakdown_us"].value("dispatch", 0.0),
-          j["breakdown_us"].value("combine", 0.0)};
+void read_phases(const nlohmann::json& j, LayerPhases& out) {
+  out.layer = j["layer_time_us"].get<double>();
+  out.dispatch = j["breakdown_us"].value("dispatch", 0.0);
+  out.combine = j["breakdown_us"].value("combine", 0.0);
 }
 
 // A run of `args` with one system key set to `value`: its self-checks pass and
@@ -201,7 +202,7 @@ ResponseRun response_run(const std::string& args, const char* window) {
   ResponseRun out;
   const auto j = response_variant(args, "sim.response_window_ns", window, "respwin");
   if (j.is_null()) return out;
-  static_cast<LayerPhases&>(out) = layer_phases(j);
+  read_phases(j, out);
   for (const auto& [name, block] : j["stats"].items()) {
     if (name.size() > 4 && name.compare(name.size() - 4, 4, "_hub") == 0) {
       out.sent += block["responses_sent"].get<std::uint64_t>();
@@ -243,7 +244,7 @@ ChannelRun channel_run(const std::string& args, const char* channel) {
   ChannelRun out;
   const auto j = response_variant(args, "nvlink.response_channel", channel, "respch");
   if (j.is_null()) return out;
-  static_cast<LayerPhases&>(out) = layer_phases(j);
+  read_phases(j, out);
   for (const auto& [name, block] : j["stats"].items()) {
     if (name.find("_to_") == std::string::npos) continue;  // the NVLink ports
     out.responses_parked += block["responses_parked"].get<std::uint64_t>();
