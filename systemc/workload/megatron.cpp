@@ -62,8 +62,10 @@ void append_sequential_experts(std::vector<Op>& ops, const ModelConfig& m, const
     const std::string id = std::to_string(e);
     ops.push_back(gemm_op("expert" + id + "_fc1", "expert_compute", {{r, 2LL * m.expert_ffn_size, m.hidden_size}}));
     ops.push_back(memory_op("expert" + id + "_swiglu", "expert_compute", rd * 3 * F * b));
-    const int mine = of_experts * (e + 1) / n - of_experts * e / n;
-    for (int i = 3; i < mine; ++i) {
+    // in 64 bits: of_experts x n passes 2^31 from about 18,000 local experts
+    const std::int64_t spread = of_experts;
+    const std::int64_t mine = spread * (e + 1) / n - spread * e / n;
+    for (std::int64_t i = 3; i < mine; ++i) {
       ops.push_back(memory_op("expert" + id + "_k" + std::to_string(i), "expert_compute", rd * F * b));
     }
     ops.push_back(gemm_op("expert" + id + "_fc2", "expert_compute", {{r, m.hidden_size, m.expert_ffn_size}}));

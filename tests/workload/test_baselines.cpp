@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "common/config_loader.hpp"
@@ -89,6 +90,48 @@ TEST(Baselines, MegatronRunsEveryPhaseInSequence) {
   const Workload s = make("mixtral-8x7b", 4096, 4);  // 2 experts per GPU
   check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, false), false);
   check_megatron_sequence(build_megatron(s.model, s.routing, s.placement, {}, true), true);
+}
+
+// The experts phase spreads its kernels evenly over the local experts (each at
+// least its fc1, activation and fc2), also with tens of thousands of them:
+// the spread once multiplied two ints past 2^31 (found by mutate_sim.py under
+// UBSan: 65,536 experts on 2 GPUs).
+TEST(Baselines, MegatronSpreadsTheExpertKernelsOverManyLocalExperts) {
+  for (const int experts : {8, 60, 65536}) {
+    SCOPED_TRACE(experts);
+    Workload s;
+    s.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
+    s.model.num_experts = experts;
+    s.model.top_k = 2;
+    WorkloadConfig w;
+    w.tokens = 16;
+    w.seed = 3;
+    s.routing = generate_routing(s.model, w, 2);
+    s.placement = ExpertPlacement::contiguous(experts, 2);
+    const ScheduleOptions opt;
+    const Schedule sch = build_megatron(s.model, s.routing, s.placement, opt, false);
+    for (std::size_t g = 0; g < sch.ops.size(); ++g) {
+      const int n = s.placement.experts_on(static_cast<int>(g));
+      std::vector<int> per_expert(static_cast<std::size_t>(n), 0);
+      int fixed = 0;
+      for (const Op& op : sch.ops[g]) {
+        if (op.phase != "expert_compute") continue;
+        if (op.name.rfind("experts_k", 0) == 0) {
+          ++fixed;
+          continue;
+        }
+        ASSERT_EQ(op.name.rfind("expert", 0), 0u) << op.name;
+        const int e = std::stoi(op.name.substr(6));
+        ASSERT_TRUE(e >= 0 && e < n) << op.name;
+        ++per_expert[static_cast<std::size_t>(e)];
+      }
+      const int total = opt.megatron.forward.experts.count(n, 3 * n);
+      const auto [lo, hi] = std::minmax_element(per_expert.begin(), per_expert.end());
+      EXPECT_GE(*lo, 3);
+      EXPECT_LE(*hi - *lo, 1);
+      EXPECT_EQ(std::accumulate(per_expert.begin(), per_expert.end(), 0) + fixed, total);
+    }
+  }
 }
 
 TEST(Baselines, FasterMoePipelinesPairwiseSteps) {
