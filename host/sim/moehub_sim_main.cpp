@@ -214,6 +214,19 @@ int main(int argc, char** argv) {
   app.add_flag("--no-timeline", no_timeline, "do not write the Chrome trace");
   app.add_flag("--quiet", quiet, "no table on stdout and no progress on stderr");
 
+  // CLI11 reads "--key=" (nothing after '=') as "--key" and takes the next
+  // argument as its value, even an option: "--results= --out-dir x" would
+  // write the results to a file named "--out-dir". Refused instead.
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() > 3 && a.compare(0, 2, "--") == 0 && a.find('=') == a.size() - 1) {
+      std::cerr << "moehub-sim: error: <command line>: key '" << a.substr(0, a.size() - 1)
+                << "': empty value after '=' (write " << a << "VALUE or " << a.substr(0, a.size() - 1)
+                << " VALUE)\n";
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -370,7 +370,7 @@ def mutate_cli(rng, args, out_dir):
         value = rng.choice(CLI_VALUES)
         if flag in ("--results", "--timeline", "--out-dir") and rng.random() < 0.5:
             value = os.path.join(out_dir, rng.choice(["r.json", "sub/r.json", ""]))
-        if flag in args:
+        if flag in args and args.index(flag) + 1 < len(args):
             args[args.index(flag) + 1] = value
         else:
             args += [flag, value]
