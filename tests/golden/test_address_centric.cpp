@@ -28,7 +28,12 @@ TEST(ByteMask, RangeCountAndOverlap) {
   ByteMask m = a;
   m |= b;
   EXPECT_TRUE(m.full());
+  EXPECT_EQ(m.count(), 128u);
+  EXPECT_EQ(ByteMask::range(0, 127).count(), 127u);
+  EXPECT_EQ(ByteMask::range(127, 1).count(), 1u);
+  EXPECT_EQ(c.count(), 8u);
   EXPECT_TRUE(ByteMask().empty());
+  EXPECT_EQ(ByteMask().count(), 0u);
   EXPECT_THROW(ByteMask::range(100, 29), std::invalid_argument);
 }
 

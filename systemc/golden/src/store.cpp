@@ -29,7 +29,7 @@ ByteMask ByteMask::range(std::uint32_t offset, std::uint32_t n) {
   return m;
 }
 
-std::uint32_t ByteMask::count() const {
+std::uint32_t ByteMask::count_partial() const {
   return static_cast<std::uint32_t>(std::bitset<64>(bits[0]).count() + std::bitset<64>(bits[1]).count());
 }
 

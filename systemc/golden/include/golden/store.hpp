@@ -25,6 +25,8 @@ enum class Opcode : std::uint8_t {
 
 const char* to_string(Opcode op);
 
+inline constexpr std::uint32_t kLineBytes = 128;
+
 /// Which bytes of a 128-byte line a store writes (bit i = byte i).
 struct ByteMask {
   std::array<std::uint64_t, 2> bits{0, 0};
@@ -32,7 +34,8 @@ struct ByteMask {
   static ByteMask range(std::uint32_t offset, std::uint32_t n);
   bool full() const { return bits[0] == ~0ULL && bits[1] == ~0ULL; }
   bool empty() const { return bits[0] == 0 && bits[1] == 0; }
-  std::uint32_t count() const;
+  /// Bytes written (most stores write whole lines: those count nothing).
+  std::uint32_t count() const { return full() ? kLineBytes : count_partial(); }
   bool overlaps(const ByteMask& o) const { return (bits[0] & o.bits[0]) || (bits[1] & o.bits[1]); }
   ByteMask& operator|=(const ByteMask& o) {
     bits[0] |= o.bits[0];
@@ -40,9 +43,10 @@ struct ByteMask {
     return *this;
   }
   bool operator==(const ByteMask& o) const { return bits == o.bits; }
-};
 
-inline constexpr std::uint32_t kLineBytes = 128;
+ private:
+  std::uint32_t count_partial() const;
+};
 
 struct StoreRequest {
   Opcode op = Opcode::kStore;
