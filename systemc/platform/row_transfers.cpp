@@ -82,6 +82,15 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
           if (!t.slot_of_row.emplace(r.row_id, r.slot).second) {
             throw std::invalid_argument(t.spec->name + ": row id " + std::to_string(r.row_id) + " twice");
           }
+          t.row_of_slot.resize(G);
+          auto& held = t.row_of_slot[static_cast<std::size_t>(r.dst)];
+          if (r.slot < 0) throw std::invalid_argument(t.spec->name + ": negative slot");
+          if (held.size() <= static_cast<std::size_t>(r.slot)) held.resize(static_cast<std::size_t>(r.slot) + 1, -1);
+          if (held[static_cast<std::size_t>(r.slot)] >= 0) {
+            throw std::invalid_argument(t.spec->name + ": slot " + std::to_string(r.slot) + " of GPU " +
+                                        std::to_string(r.dst) + " twice");
+          }
+          held[static_cast<std::size_t>(r.slot)] = r.row_id;
           t.bytes_of_row[r.row_id] = 0;
           if (static_cast<std::size_t>(r.dst) != src) t.gpus[static_cast<std::size_t>(r.dst)].incoming_bytes += t.spec->row_bytes;
         }
@@ -89,6 +98,7 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
       }
     }
     if (!t.row_store) {
+      t.row_of_slot.resize(G);
       for (std::size_t g = 0; g < G; ++g) {
         t.recv_base.push_back(map.allocate(static_cast<int>(g), "recv:" + t.spec->name,
                                            static_cast<std::uint64_t>(slots[g]) * t.spec->row_bytes));
@@ -320,10 +330,54 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
     errors_.push_back(tr.spec->name + ": a store of unknown row " + std::to_string(st.row_id));
     return;
   }
+  // Plain stores are credited by address, to the row whose slot holds each
+  // byte: the packet manager merges stores to one 128-byte line into one
+  // packet, and with rows under a line those are stores of several rows (the
+  // packet then names its oldest store's row and offset). A packet's bytes:
+  // its mask in the line of its address when the mask counts them (a store
+  // within one line), else the range from its address.
   const std::uint64_t expect =
       tr.recv_base[dst] + static_cast<std::uint64_t>(slot->second) * tr.spec->row_bytes + st.row_offset;
-  if (st.address != expect) ++tr.wrong_address;
-  tr.bytes_of_row[st.row_id] += st.bytes;
+  bool named_byte = false;  // the named row's store is in the packet at its own address
+  bool misplaced = false;   // bytes outside the receive buffer or in a slot no row holds
+  auto credit = [&](std::uint64_t a, std::uint64_t n) {
+    named_byte = named_byte || (expect >= a && expect < a + n);
+    const std::uint64_t base = tr.recv_base[dst], row_bytes = tr.spec->row_bytes;
+    const std::vector<std::int64_t>& held = tr.row_of_slot[dst];
+    if (a < base || a + n > base + held.size() * row_bytes) {
+      misplaced = true;
+      return;
+    }
+    while (n > 0) {
+      const std::uint64_t s = (a - base) / row_bytes;
+      const std::uint64_t in_row = std::min(n, base + (s + 1) * row_bytes - a);
+      const std::int64_t row = held[static_cast<std::size_t>(s)];
+      if (row < 0) {
+        misplaced = true;
+      } else {
+        tr.bytes_of_row[row] += static_cast<std::uint32_t>(in_row);
+      }
+      a += in_row;
+      n -= in_row;
+    }
+  };
+  if (st.bytes <= golden::kLineBytes && !st.mask.empty() && st.mask.count() == st.bytes) {
+    const std::uint64_t line = st.address / golden::kLineBytes * golden::kLineBytes;
+    const auto bit = [&](std::uint32_t b) { return (st.mask.bits[b / 64] >> (b % 64)) & 1U; };
+    for (std::uint32_t i = 0; i < golden::kLineBytes;) {
+      if (!bit(i)) {
+        ++i;
+        continue;
+      }
+      std::uint32_t j = i;
+      while (j < golden::kLineBytes && bit(j)) ++j;
+      credit(line + i, j - i);
+      i = j;
+    }
+  } else {
+    credit(st.address, st.bytes);
+  }
+  if (misplaced || !named_byte) ++tr.wrong_address;
   PerGpu& p = tr.gpus[dst];
   p.received_bytes += st.bytes;
   p.last = std::max(p.last, t);

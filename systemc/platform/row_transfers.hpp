@@ -138,6 +138,7 @@ class RowTransfers : public TrafficSink {
     std::vector<std::uint64_t> recv_base;  ///< plain st: receive buffer per GPU
     // plain st: per row id
     std::unordered_map<std::int64_t, std::int64_t> slot_of_row;
+    std::vector<std::vector<std::int64_t>> row_of_slot;  ///< plain st: per GPU, the row each slot holds (-1: none)
     std::unordered_map<std::int64_t, std::uint32_t> bytes_of_row;
     std::uint64_t wrong_address = 0;
     std::int64_t expected_rows = 0;

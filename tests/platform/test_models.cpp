@@ -8,6 +8,7 @@
 #include "gpu/store_stream.hpp"
 #include "platform/address_map.hpp"
 #include "platform/collectives.hpp"
+#include "platform/row_transfers.hpp"
 #include "platform/scoreboard.hpp"
 
 namespace moehub {
@@ -250,6 +251,70 @@ TEST(Collectives, SelfChecksCatchViolations) {
   EXPECT_NE(all.find("address their row does not own"), std::string::npos) << all;  // row 2's address is row 0's
   EXPECT_NE(all.find("before their write was in memory"), std::string::npos) << all;
   EXPECT_NE(all.find("expected 2"), std::string::npos) << all;  // GPU 0 got 1 of its 2 responses
+}
+
+// Plain row stores are credited by address. The packet manager merges the
+// stores to one 128-byte line into one packet; with rows under a line those
+// are stores of several rows, and the packet names only its oldest store's
+// row and offset. A store at another row's address is still caught.
+TEST(RowTransfers, PlainStoresAreCreditedByAddressAcrossMergedRows) {
+  Schedule s;
+  RowTransfer t;
+  t.name = "combine";
+  t.row_bytes = 32;
+  t.store_bytes = 32;
+  t.rows.resize(2);
+  for (std::int64_t r = 0; r < 8; ++r) {  // rows 0..7 from GPU 0 to GPU 1, in slots 0..7: two lines
+    RowStore rs;
+    rs.dst = 1;
+    rs.row_id = r;
+    rs.slot = r;
+    t.rows[0].push_back(rs);
+  }
+  s.row_transfers.push_back(t);
+  SystemConfig sys;
+  sys.num_gpus = 2;
+  AddressMap map(2);
+  RowTransfers rt(s, sys, map);
+  ASSERT_EQ(map.regions(1).size(), 1u);
+  const std::uint64_t base = map.regions(1)[0].base;
+  MoePacketExt w;
+  w.kind = PacketKind::kWrite;
+  w.transfer = RowTransfers::kTagBase;
+  w.src_gpu = 0;
+  w.dst_gpu = 1;
+  w.packets = 1;
+  w.store.op = golden::Opcode::kStore;
+  auto deliver = [&](std::int64_t row, std::uint32_t row_offset, std::uint64_t address, std::uint32_t line_at,
+                     std::uint32_t bytes) {
+    w.store.row_id = row;
+    w.store.row_offset = row_offset;
+    w.store.address = address;
+    w.store.bytes = bytes;
+    w.store.mask = golden::ByteMask::range(line_at, bytes);
+    rt.on_delivered(w, 0);
+  };
+  auto errors = [&] {
+    std::string all;
+    for (const auto& e : rt.verify()) all += e + "\n";
+    return all;
+  };
+  deliver(2, 0, base, 0, 128);            // line 0: rows 0-3 merged, named by row 2 (the oldest store)
+  deliver(5, 0, base + 128, 0, 64);       // line 1: rows 4 and 5 merged, named by row 5
+  deliver(6, 0, base + 6 * 32, 64, 32);   // row 6 on its own
+  deliver(7, 16, base + 7 * 32 + 16, 112, 16);  // row 7 in two stores
+  deliver(7, 0, base + 7 * 32, 96, 16);
+  std::string all = errors();
+  EXPECT_EQ(all.find("not delivered exactly once"), std::string::npos) << all;
+  EXPECT_EQ(all.find("does not own"), std::string::npos) << all;
+  EXPECT_EQ(rt.rows_delivered(), 8);
+  deliver(7, 0, base + 6 * 32, 64, 32);  // row 7's store at row 6's address
+  all = errors();
+  EXPECT_NE(all.find("combine: 1 rows not delivered exactly once"), std::string::npos) << all;  // row 6 twice
+  EXPECT_NE(all.find("combine: 1 stores at an address their row does not own"), std::string::npos) << all;
+  deliver(0, 0, base + 8 * 32, 0, 32);  // past the receive buffer
+  all = errors();
+  EXPECT_NE(all.find("combine: 2 stores at an address"), std::string::npos) << all;
 }
 
 TEST(AddressMap, RegionsAreAlignedDisjointAndFound) {
