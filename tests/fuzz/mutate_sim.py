@@ -5,9 +5,10 @@ Each case starts from a small valid input (a 2-GPU system, a 4-expert model,
 a 2-rank routing trace, a short command line), applies one to three random
 mutations, runs moehub-sim on it with a timeout, and checks the outcome:
 
-- the exit status is 0 (success), 2 (bad input) or 3 (self-checks failed or
-  the simulated-time limit was passed); 1 (internal error), a signal or a
-  timeout is a failure;
+- the exit status is 0 (success), 2 (bad input) or 3 with the simulated-time
+  limit passed; 1 (internal error), 3 for failed self-checks (an input the
+  simulator accepts must be simulated correctly), a signal or a timeout is a
+  failure;
 - stderr holds no AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer
   report (build moehub-sim with -DMOEHUB_SANITIZE=ON for those);
 - exit 0 leaves a results.json that parses; exit 2, and exit 3 for a passed
@@ -468,6 +469,8 @@ def check_outcome(rc, err, work, before, cmd_args):
         return "killed by signal %d" % -rc
     if rc not in (0, 2, 3):
         return "exit status %d" % rc
+    if rc == 3 and TIME_LIMIT_MARK not in err:
+        return "exit 3: self-checks failed"
     for mark in SANITIZER_MARKS:
         if mark in err and not known_leaks:
             return "sanitizer report (%s)" % mark
