@@ -361,18 +361,22 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
       n -= in_row;
     }
   };
-  if (st.bytes <= golden::kLineBytes && !st.mask.empty() && st.mask.count() == st.bytes) {
+  if (st.address == expect && st.row_offset + st.bytes <= tr.spec->row_bytes &&
+      (st.bytes > golden::kLineBytes || (st.bytes == golden::kLineBytes && st.mask.full()))) {
+    // the usual packet: whole lines of one row, at its address
+    named_byte = true;
+    tr.bytes_of_row[st.row_id] += st.bytes;
+  } else if (st.bytes <= golden::kLineBytes && !st.mask.empty() && st.mask.count() == st.bytes) {
     const std::uint64_t line = st.address / golden::kLineBytes * golden::kLineBytes;
-    const auto bit = [&](std::uint32_t b) { return (st.mask.bits[b / 64] >> (b % 64)) & 1U; };
-    for (std::uint32_t i = 0; i < golden::kLineBytes;) {
-      if (!bit(i)) {
-        ++i;
-        continue;
+    for (std::uint32_t k = 0; k < 2; ++k) {  // the runs of set bits, word by word
+      std::uint64_t word = st.mask.bits[k];
+      while (word != 0) {
+        const auto i = static_cast<std::uint32_t>(__builtin_ctzll(word));
+        const std::uint64_t clear = ~(word >> i);
+        const std::uint32_t n = clear == 0 ? 64 : static_cast<std::uint32_t>(__builtin_ctzll(clear));
+        credit(line + k * 64 + i, n);
+        word = i + n >= 64 ? 0 : word & (~std::uint64_t{0} << (i + n));
       }
-      std::uint32_t j = i;
-      while (j < golden::kLineBytes && bit(j)) ++j;
-      credit(line + i, j - i);
-      i = j;
     }
   } else {
     credit(st.address, st.bytes);
