@@ -420,9 +420,11 @@ def output_paths(cmd_args, work):
     the last --out-dir (default "out") unless --results / --timeline name them."""
     def last(flag):
         value = None
-        for i, a in enumerate(cmd_args[:-1]):
-            if a == flag:
+        for i, a in enumerate(cmd_args):
+            if a == flag and i + 1 < len(cmd_args):
                 value = cmd_args[i + 1]
+            elif a.startswith(flag + "=") and len(a) > len(flag) + 1:  # --flag=VALUE
+                value = a[len(flag) + 1:]
         return value
     out = os.path.join(work, last("--out-dir") or "out")
     results, timeline = last("--results"), last("--timeline")
@@ -501,6 +503,7 @@ def run_case(args, case):
     model = shutil.copy(os.path.join(SEEDS, "model-4experts.yaml"), os.path.join(work, "base-model.yaml"))
     schedule = rng.choice(SCHEDULES)
     cmd_args = ["--system", system, "--model", model, "--schedule", schedule] + BASE_ARGS
+    cmd_args[cmd_args.index("--granularity") + 1] = args.granularity
     if schedule.startswith("moehub"):
         cmd_args += ["--hub-impl", "moehub"]  # the MoE-Hub schedules need the MoE-Hub units in the hub
     inputs = []
@@ -587,6 +590,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--start", type=int, default=0, help="index of the first case of each kind")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per run before it counts as a hang")
+    ap.add_argument("--granularity", choices=["row", "packet"], default="row",
+                    help="of the base run: row (fast) or packet (the reference path through the hubs' egress)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--work-dir", default=None, help="scratch folder; failures are kept in WORK_DIR/failures")
     args = ap.parse_args()
