@@ -215,8 +215,8 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", quiet, "no table on stdout and no progress on stderr");
 
   // CLI11 reads "--key=" (nothing after '=') as "--key" and takes the next
-  // argument as its value, even an option: "--results= --out-dir x" would
-  // write the results to a file named "--out-dir". Refused instead.
+  // argument as its value, even an option: "--results= --out-dir" at the end
+  // wrote the results to a file named "--out-dir". Refused instead.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;

@@ -159,18 +159,20 @@ TEST_F(Regression, UnwritableResultsPathIsBadInput) {
 }
 
 // "--results= PATH" was read as "--results PATH" (CLI11 takes the next
-// argument when nothing follows '='), and "--results= --out-dir X" named the
-// results file "--out-dir": the checks of mutate_sim.py found the results
-// elsewhere than where the command line says. An empty value after '=' is now
-// bad input, for every option.
+// argument when nothing follows '='), and "--results= --out-dir" at the end of
+// the command line wrote the results to a file named "--out-dir": the checks
+// of mutate_sim.py found the results elsewhere than where the command line
+// says. An empty value after '=' is now bad input, for every option.
 TEST_F(Regression, EmptyValueAfterEqualsIsBadInput) {
   for (const std::string& extra : {"--results= " + (out_ / "r.json").string(), "--results= --out-dir " + out_.string(),
-                                   std::string("--tokens= 16"), std::string("--set= system.num_gpus=2")}) {
+                                   std::string("--results= --out-dir"), std::string("--tokens= 16"),
+                                   std::string("--set= system.num_gpus=2")}) {
     SCOPED_TRACE(extra);
     const Outcome r = run(extra);
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("empty value after '='"), std::string::npos) << r.err;
     EXPECT_TRUE(out_empty());
+    EXPECT_FALSE(fs::exists("--out-dir"));  // (in the working directory)
   }
   // the form with a value stays valid
   const Outcome r = run("--results=" + (out_ / "r.json").string());
