@@ -65,6 +65,7 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
       throw std::invalid_argument(t.spec->name + ": store_bytes must be in [1, 128]");
     }
     t.gpus.resize(G);
+    t.row_of_slot.resize(G);
     for (auto& p : t.gpus) p.done_ev = std::make_unique<sc_core::sc_event>();
     std::vector<std::int64_t> slots(G, 0);
     for (std::size_t src = 0; src < G; ++src) {
@@ -82,7 +83,6 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
           if (!t.slot_of_row.emplace(r.row_id, r.slot).second) {
             throw std::invalid_argument(t.spec->name + ": row id " + std::to_string(r.row_id) + " twice");
           }
-          t.row_of_slot.resize(G);
           auto& held = t.row_of_slot[static_cast<std::size_t>(r.dst)];
           if (r.slot < 0) throw std::invalid_argument(t.spec->name + ": negative slot");
           if (held.size() <= static_cast<std::size_t>(r.slot)) held.resize(static_cast<std::size_t>(r.slot) + 1, -1);
@@ -98,7 +98,6 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
       }
     }
     if (!t.row_store) {
-      t.row_of_slot.resize(G);
       for (std::size_t g = 0; g < G; ++g) {
         t.recv_base.push_back(map.allocate(static_cast<int>(g), "recv:" + t.spec->name,
                                            static_cast<std::uint64_t>(slots[g]) * t.spec->row_bytes));

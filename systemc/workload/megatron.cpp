@@ -52,8 +52,10 @@ void append_sequential_experts(std::vector<Op>& ops, const ModelConfig& m, const
   const auto n = static_cast<int>(rows.size());
   const int total = k.count(n, 3 * n);
   // the per-expert kernels, spread evenly (each expert at least its three)
-  const int of_experts = std::min(total, std::max(3 * n, static_cast<int>(std::lround(k.per_local_expert * n))));
-  const int fixed = total - of_experts;
+  // in 64 bits: of_experts x n below passes 2^31 from about 18,000 local experts
+  const std::int64_t of_experts =
+      std::min<std::int64_t>(total, std::max<std::int64_t>(3 * n, std::lround(k.per_local_expert * n)));
+  const std::int64_t fixed = total - of_experts;
   double received = 0;
   for (const auto r : rows) received += static_cast<double>(r);
   for (int e = 0; e < n; ++e) {
@@ -62,15 +64,13 @@ void append_sequential_experts(std::vector<Op>& ops, const ModelConfig& m, const
     const std::string id = std::to_string(e);
     ops.push_back(gemm_op("expert" + id + "_fc1", "expert_compute", {{r, 2LL * m.expert_ffn_size, m.hidden_size}}));
     ops.push_back(memory_op("expert" + id + "_swiglu", "expert_compute", rd * 3 * F * b));
-    // in 64 bits: of_experts x n passes 2^31 from about 18,000 local experts
-    const std::int64_t spread = of_experts;
-    const std::int64_t mine = spread * (e + 1) / n - spread * e / n;
+    const std::int64_t mine = of_experts * (e + 1) / n - of_experts * e / n;
     for (std::int64_t i = 3; i < mine; ++i) {
       ops.push_back(memory_op("expert" + id + "_k" + std::to_string(i), "expert_compute", rd * F * b));
     }
     ops.push_back(gemm_op("expert" + id + "_fc2", "expert_compute", {{r, m.hidden_size, m.expert_ffn_size}}));
   }
-  for (int i = 0; i < fixed; ++i) {
+  for (std::int64_t i = 0; i < fixed; ++i) {
     ops.push_back(memory_op("experts_k" + std::to_string(i), "expert_compute",
                             i == 0 ? received * m.hidden_size * b * 2 : small_bytes));
   }

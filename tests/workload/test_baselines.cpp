@@ -23,13 +23,15 @@ struct Workload {
   ExpertPlacement placement;
 };
 
-Workload make(const std::string& model, std::int64_t tokens, int gpus) {
+/// `experts` > 0 replaces the model's expert count.
+Workload make(const std::string& model, std::int64_t tokens, int gpus, int experts = 0, double imbalance_std = 0.01) {
   Workload s;
   s.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/" + model + ".yaml");
+  if (experts > 0) s.model.num_experts = experts;
   WorkloadConfig w;
   w.tokens = tokens;
   w.seed = 3;
-  w.imbalance_std = 0.01;
+  w.imbalance_std = imbalance_std;
   s.routing = generate_routing(s.model, w, gpus);
   s.placement = ExpertPlacement::contiguous(s.model.num_experts, gpus);
   return s;
@@ -99,15 +101,7 @@ TEST(Baselines, MegatronRunsEveryPhaseInSequence) {
 TEST(Baselines, MegatronSpreadsTheExpertKernelsOverManyLocalExperts) {
   for (const int experts : {8, 60, 65536}) {
     SCOPED_TRACE(experts);
-    Workload s;
-    s.model = load_model_config(std::string(MOEHUB_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
-    s.model.num_experts = experts;
-    s.model.top_k = 2;
-    WorkloadConfig w;
-    w.tokens = 16;
-    w.seed = 3;
-    s.routing = generate_routing(s.model, w, 2);
-    s.placement = ExpertPlacement::contiguous(experts, 2);
+    const Workload s = make("mixtral-8x7b", 16, 2, experts, 0);
     const ScheduleOptions opt;
     const Schedule sch = build_megatron(s.model, s.routing, s.placement, opt, false);
     for (std::size_t g = 0; g < sch.ops.size(); ++g) {
