@@ -12,13 +12,15 @@
 # Environment: BENCH_BUILD_DIR=<dir> times the moehub-sim of an existing
 # build folder of the working tree (configured for Release) instead of the
 # release preset's; BENCH_JOBS=<names> (comma-separated: megatron-packet,
-# megatron-row, ring-expert, megatron-window, megatron-own) runs only those jobs (the old
+# megatron-row, ring-expert, megatron-window, megatron-own, moehub-packet) runs only those jobs (the old
 # build's packet-level ring-expert run alone takes several minutes). The
 # megatron-window job runs the old build on its default configuration and the
 # new one with a 100 ns response window (sim.response_window_ns), the speed
 # setting beside the reference it approximates; megatron-own likewise with
 # the write responses on a channel of their own (nvlink.response_channel).
-# Neither is in the default set.
+# moehub-packet runs the MoE-Hub layer (the AAU, the packet manager and the
+# DAM in the hubs, its row transfers' checks). None of these three is in the
+# default set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
@@ -56,7 +58,8 @@ jobs = [("megatron-packet", "megatron, packet", ["--schedule", "megatron"], reps
         ("megatron-row", "megatron, row", ["--schedule", "megatron", "--granularity", "row"], reps, [], True),
         ("ring-expert", "ring-expert, default", ["--schedule", "ring-expert"], 1, [], True),
         ("megatron-window", "megatron, pkt, 100ns", ["--schedule", "megatron"], reps, window, False),
-        ("megatron-own", "megatron, pkt, own", ["--schedule", "megatron"], reps, own, False)]
+        ("megatron-own", "megatron, pkt, own", ["--schedule", "megatron"], reps, own, False),
+        ("moehub-packet", "moehub, packet", ["--schedule", "moehub", "--hub-impl", "moehub"], reps, [], False)]
 wanted = [j for j in os.environ.get("BENCH_JOBS", "").split(",") if j]
 unknown = set(wanted) - {key for key, *_ in jobs}
 if unknown:
