@@ -1,0 +1,46 @@
+# Fails if a script under DIR starts with "#!" but may not be executed: the
+# docs run the project's tools directly (tests/fuzz/mutate_sim.py, synth/*.py,
+# scripts/*.sh), which then stops with "Permission denied".
+#   cmake -DDIR=<source root> -P check_executable.cmake
+# With -DPLANT=<scratch folder>, a script without execute permission is
+# written there and the check runs on that folder (it must then fail: that
+# shows the check can fail).
+if(NOT DIR)
+  message(FATAL_ERROR "check_executable: DIR not set")
+endif()
+set(folders scripts tests synth host tb formal bench rtl .ci)
+if(PLANT)
+  file(REMOVE_RECURSE "${PLANT}")
+  file(WRITE "${PLANT}/scripts/planted.sh" "#!/usr/bin/env bash\necho planted\n")
+  file(CHMOD "${PLANT}/scripts/planted.sh" PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  set(DIR "${PLANT}")
+endif()
+set(files "")
+foreach(d ${folders})
+  if(IS_DIRECTORY "${DIR}/${d}")
+    file(GLOB_RECURSE found LIST_DIRECTORIES false "${DIR}/${d}/*.sh" "${DIR}/${d}/*.py" "${DIR}/${d}/run")
+    list(APPEND files ${found})
+  endif()
+endforeach()
+if(NOT files)
+  message(FATAL_ERROR "check_executable: no scripts under ${DIR}")
+endif()
+set(bad "")
+set(n 0)
+foreach(f ${files})
+  file(READ "${f}" head LIMIT 2 HEX)
+  if(NOT head STREQUAL "2321")  # "#!"
+    continue()
+  endif()
+  math(EXPR n "${n} + 1")
+  execute_process(COMMAND test -x "${f}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    file(RELATIVE_PATH rel "${DIR}" "${f}")
+    list(APPEND bad "${rel}")
+  endif()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " msg)
+  message(FATAL_ERROR "scripts with a #! line but no execute permission (git update-index --chmod=+x FILE):\n  ${msg}")
+endif()
+message(STATUS "check_executable: ${n} scripts with a #! line under ${DIR}, all executable")
