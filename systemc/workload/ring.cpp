@@ -18,8 +18,8 @@
 //       the steps' wait_accum for X_h (which brought the accumulator it adds
 //       into);
 // and a last X_N returns the final accumulators to their owners. Accumulator
-// and gradient element sizes: ScheduleOptions (ring_accum_bytes,
-// ring_grad_bytes). Transfers move in 64 KiB rows, the last one rounded up.
+// and gradient element sizes and the hop chunks: ScheduleOptions (ring_accum_bytes,
+// ring_grad_bytes, ring_chunk_rows). Transfers move in 64 KiB rows, the last one rounded up.
 #include <algorithm>
 #include <array>
 #include <stdexcept>
@@ -58,6 +58,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
   plan::RingOptions ro;
   ro.accum_bytes = opt.ring_accum_bytes;
   ro.grad_bytes = opt.ring_grad_bytes;
+  ro.chunk_rows = opt.ring_chunk_rows;
   const plan::RingMode mode = token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert;
 
   Schedule s;
@@ -73,7 +74,17 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     for (const auto& hops : steps.hops)
       for (const auto& hs : hops) any_accum = any_accum || hs.accum_bytes > 0;
     for (double b : steps.final_accum_bytes) any_accum = any_accum || b > 0;
-    std::vector<int> last_c(G, -1), last_x(G, -1);  // index of the latest C / X per GPU
+    // index of the latest C / X per GPU. The pass starts as the GPU harness's ring engine
+    // starts one (host/gpu/ring_engine.cpp): its copy stream waits for everything on the
+    // compute stream so far (the routing; the previous pass's kernels), so the pass's
+    // first transfer waits for the last compute op before it (last_c's start); and the
+    // previous pass ended with the compute stream waiting for its copy stream, so the
+    // pass's first kernel waits for the last transfer before it (copy_before).
+    std::vector<int> last_c(G, -1), last_x(G, -1), copy_before(G, -1);
+    for (std::size_t g = 0; g < G; ++g) {
+      const std::vector<Op>& ops = s.ops[g];
+      for (std::size_t i = 0; i < ops.size(); ++i) (ops[i].stream == 0 ? last_c[g] : copy_before[g]) = static_cast<int>(i);
+    }
     for (int h = 0; h <= N; ++h) {
       const std::vector<int> prev_x = last_x;  // X_{h-1}: brought this hop's partition
       // X_h: does any GPU move anything at this hop?
@@ -130,6 +141,12 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         if (ops.size() == first) continue;  // nothing to compute (no rows, no experts)
         // the hop's first kernel waits for the transfer that brought its partition
         if (h >= 1 && prev_x[static_cast<std::size_t>(g)] >= 0) ops[first].after.push_back(prev_x[static_cast<std::size_t>(g)]);
+        // the pass's first kernel waits for the transfers of the passes before it
+        int& before = copy_before[static_cast<std::size_t>(g)];
+        if (before >= 0) {
+          ops[first].after.push_back(before);
+          before = -1;
+        }
         last_c[static_cast<std::size_t>(g)] = static_cast<int>(ops.size()) - 1;
       }
     }

@@ -123,6 +123,10 @@ struct ScheduleOptions {
   /// gradient partitions as in RelayMoE Table 2). Each in {1, 2, 4, 8}.
   int ring_accum_bytes = plan::MoeProblem{}.accum_bytes;
   int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
+  /// ring-expert / ring-token: rows per hop chunk, as moehub-gpu's --hop-chunk-rows
+  /// (moe_plan's hop_chunks): 0 one chunk per hop (whole hops, as RelayMoE describes
+  /// the hop), -1 one chunk per expert (moehub-gpu's default), N > 0 at most N rows.
+  std::int64_t ring_chunk_rows = 0;
   /// Polling loops of kernels whose groups wait for a flag.
   PollParams poll;
   /// moehub*: rows a rowspMalloc region holds (0: every token of the job,

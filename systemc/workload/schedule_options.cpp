@@ -51,6 +51,8 @@ const std::vector<OptionKey>& option_keys() {
       number_key<double>("poll.poll_bytes", [](O& o) -> double& { return o.poll.poll_bytes; }, Range::closed(0, 1e6)),
       element_bytes_key("ring_accum_bytes", [](O& o) -> int& { return o.ring_accum_bytes; }),
       element_bytes_key("ring_grad_bytes", [](O& o) -> int& { return o.ring_grad_bytes; }),
+      number_key<std::int64_t>("ring_chunk_rows", [](O& o) -> std::int64_t& { return o.ring_chunk_rows; },
+                               Range::closed(-1, 1e12)),
       number_key<int>("source_info_bytes", [](O& o) -> int& { return o.source_info_bytes; }, Range::closed(1, 128)),
       number_key<int>("baseline.tutel_pipeline_degree", [](O& o) -> int& { return o.baseline.tutel_pipeline_degree; },
                       Range::closed(0, 1024)),

@@ -2,7 +2,11 @@
 // harness executes: for the published configuration and for uneven routing, every GPU's
 // compute ops are the steps' kernels in order (names, GEMM shapes, bytes), each hop's
 // transfer moves the steps' bytes, and the kernel after a wait_accum step waits for the
-// transfer that brings the accumulator.
+// transfer that brings the accumulator; and the ops wait for each other as the GPU
+// harness's ring engine (host/gpu/ring_engine.cpp) orders its streams: a hop's first
+// kernel for the transfer that brought its partition, a transfer for the previous hop's
+// last kernel, a pass's first transfer for every kernel before the pass and its first
+// kernel for every transfer before it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,9 +41,10 @@ Routing make_routing(int gpus, int experts, int k, const std::vector<std::int64_
   return r;
 }
 
-void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing) {
+bool waits_for(const Op& op, int i) { return std::find(op.after.begin(), op.after.end(), i) != op.after.end(); }
+
+void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, const ScheduleOptions& opt = {}) {
   const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, r.num_gpus);
-  const ScheduleOptions opt;
   const Schedule s = build_ring(m, r, p, opt, token_routing);
   plan::RingRouting rr;
   rr.first_expert = p.first_expert;
@@ -50,12 +55,18 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing) {
   plan::RingOptions ro;
   ro.accum_bytes = opt.ring_accum_bytes;
   ro.grad_bytes = opt.ring_grad_bytes;
+  ro.chunk_rows = opt.ring_chunk_rows;
   const int N = r.num_gpus;
   for (int g = 0; g < N; ++g) {
     const auto& ops = s.ops[static_cast<std::size_t>(g)];
     std::size_t i = 0;
     while (i < ops.size() && ops[i].phase != "ring_transfer" && ops[i].phase != "ring_compute") ++i;  // routing ops
     for (const bool bwd : {false, true}) {
+      // the last kernel and the last transfer before the pass
+      int comp_before = -1, copy_before = -1;
+      for (std::size_t j = 0; j < i; ++j) (ops[j].stream == 0 ? comp_before : copy_before) = static_cast<int>(j);
+      bool first_transfer = true, first_kernel = true;
+      int prev_transfer = -1, prev_last_kernel = comp_before;
       const plan::RingPassSteps st = plan::ring_pass_steps(rr, m.hidden_size, m.expert_ffn_size, m.top_k, m.dtype_bytes,
                                                            token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert,
                                                            bwd, ro);
@@ -74,10 +85,18 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing) {
                                      : st.final_accum_bytes[static_cast<std::size_t>(g)];
           const auto rows = a.rows[static_cast<std::size_t>(g)][static_cast<std::size_t>(plan::ring_send_peer(g, N))].size();
           EXPECT_EQ(static_cast<double>(rows), std::ceil(bytes / a.row_bytes)) << "GPU " << g << " hop " << h;
+          EXPECT_EQ(ops[i].stream, 1) << ops[i].name;
+          if (prev_last_kernel >= 0) {
+            EXPECT_TRUE(waits_for(ops[i], prev_last_kernel))
+                << "GPU " << g << ": " << ops[i].name << " must wait for " << ops[static_cast<std::size_t>(prev_last_kernel)].name
+                << (first_transfer ? " (every kernel before the pass)" : " (the buffer it reuses)");
+          }
+          first_transfer = false;
           transfer = static_cast<int>(i++);
         }
         if (h == N) break;
         bool waits = false;
+        bool hop_first = true;
         for (const plan::ChunkSteps& c : st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].chunks) {
           for (const plan::KernelStep& k : c.kernels) {
             if (k.is_wait()) {
@@ -98,13 +117,21 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing) {
               EXPECT_DOUBLE_EQ(op.bytes, k.bytes) << op.name;
             }
             if (waits) {
-              EXPECT_NE(std::find(op.after.begin(), op.after.end(), transfer), op.after.end())
-                  << op.name << " must wait for the transfer that brings its accumulator";
+              EXPECT_TRUE(waits_for(op, transfer)) << op.name << " must wait for the transfer that brings its accumulator";
             }
-            waits = false;
+            EXPECT_EQ(op.stream, 0) << op.name;
+            if (hop_first && h >= 1 && prev_transfer >= 0) {
+              EXPECT_TRUE(waits_for(op, prev_transfer)) << op.name << " must wait for the transfer that brought its partition";
+            }
+            if (first_kernel && copy_before >= 0) {
+              EXPECT_TRUE(waits_for(op, copy_before)) << op.name << " must wait for every transfer before its pass";
+            }
+            hop_first = first_kernel = waits = false;
+            prev_last_kernel = static_cast<int>(i);
             ++i;
           }
         }
+        prev_transfer = transfer;
       }
     }
     EXPECT_EQ(i, ops.size()) << "GPU " << g << ": ops the steps do not describe";
@@ -126,6 +153,24 @@ TEST(RingStepsSim, PublishedConfigurationReplaysTheSteps) {
                                  [](int, std::int64_t t, int j) { return static_cast<std::int32_t>((t + 16 * j) % 128); });
   expect_replay(qwen3(), r, false);
   expect_replay(qwen3(), r, true);
+}
+
+TEST(RingStepsSim, HopChunksReplayTheSteps) {
+  // moehub-gpu's default (one expert per chunk) and a row limit that splits experts,
+  // with its default bf16 accumulators and gradient partitions
+  const Routing r = make_routing(4, 32, 4, {96, 40, 7, 64}, [](int g, std::int64_t t, int j) {
+    return static_cast<std::int32_t>((g + t * 5 + 9 * j) % 32);
+  });
+  for (const std::int64_t rows : {std::int64_t{-1}, std::int64_t{8}}) {
+    ScheduleOptions opt;
+    opt.ring_chunk_rows = rows;
+    opt.ring_accum_bytes = opt.ring_grad_bytes = 2;
+    ModelConfig m = qwen3();
+    m.num_experts = 32;
+    m.top_k = 4;
+    expect_replay(m, r, false, opt);
+    expect_replay(m, r, true, opt);
+  }
 }
 
 TEST(RingStepsSim, UnevenRoutingReplaysTheSteps) {

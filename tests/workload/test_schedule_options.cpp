@@ -26,6 +26,7 @@ TEST(ScheduleOptions, EveryKeySetsItsField) {
   set_schedule_option(o, "poll.poll_bytes", "64");
   set_schedule_option(o, "ring_accum_bytes", "2");
   set_schedule_option(o, "ring_grad_bytes", "4");
+  set_schedule_option(o, "ring_chunk_rows", "-1");
   set_schedule_option(o, "source_info_bytes", "32");
   set_schedule_option(o, "baseline.tutel_pipeline_degree", "4");
   set_schedule_option(o, "baseline.tutel_min_rows_per_chunk", "512");
@@ -38,6 +39,7 @@ TEST(ScheduleOptions, EveryKeySetsItsField) {
   EXPECT_DOUBLE_EQ(o.poll.poll_bytes, 64);
   EXPECT_EQ(o.ring_accum_bytes, 2);
   EXPECT_EQ(o.ring_grad_bytes, 4);
+  EXPECT_EQ(o.ring_chunk_rows, -1);
   EXPECT_EQ(o.source_info_bytes, 32);
   EXPECT_EQ(o.baseline.tutel_pipeline_degree, 4);
   EXPECT_EQ(o.baseline.tutel_min_rows_per_chunk, 512);
@@ -49,7 +51,7 @@ TEST(ScheduleOptions, EveryKeySetsItsField) {
   sys.gpu.num_sms = 132;
   EXPECT_NO_THROW(check_schedule_options(o, sys));
   // the list of keys is the set above, in its order
-  EXPECT_EQ(schedule_option_keys().size(), 12u);
+  EXPECT_EQ(schedule_option_keys().size(), 13u);
   EXPECT_EQ(schedule_option_keys().front(), "poll.poll_interval_ns");
 }
 
@@ -65,6 +67,7 @@ TEST(ScheduleOptions, RefusalsNameTheFlag) {
       {"poll.poll_sm_ns", "-1", "must be in [0, 1000000000] (got -1)"},
       {"ring_accum_bytes", "3", "must be 1, 2, 4 or 8 (got 3)"},
       {"ring_grad_bytes", "2.0", "expected an integer (got 2.0)"},
+      {"ring_chunk_rows", "-2", "must be in [-1, 1000000000000] (got -2)"},
       {"source_info_bytes", "129", "must be in [1, 128] (got 129)"},
       {"baseline.tutel_capacity_factor", "0", "must be in (0, 1000] (got 0)"},
       {"baseline.comet_comm_sms", "[1, 2]", "expected an integer (got a sequence)"},
