@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Compares measured ring layers (moehub-gpu run over NCCL, EP 2: the `layer` and `hop`
+rows of a CSV such as docs/results/data/h200x2_ring_2026-11-29.csv) with moehub-sim's
+`ring-expert` and `ring-token` schedules on a system config, and prints two Markdown
+tables: the layer times with their error, and rank 0's per-hop compute and transfer.
+
+  host/scripts/compare_ring.py --sim build/release/host/sim/moehub-sim --system hgx-h200-x2 \\
+      --measured docs/results/data/h200x2_ring_2026-11-29.csv
+
+The simulated ring runs with the measured ring's element sizes and hop chunks (--accum-bytes,
+--grad-bytes, --chunk-rows: fp32 and whole hops, moehub-gpu's defaults on the day of the
+measurement). Per hop: compute is the sum of the hop's kernels on GPU 0's compute stream
+(waits excluded), transfer the hop's ring exchange on its copy stream.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run_sim(a, schedule, ffn, tokens_per_rank, out):
+    cmd = [a.sim, "--system", a.system, "--model", a.model, "--schedule", schedule,
+           "--tokens", str(tokens_per_rank * a.gpus), "--granularity", a.granularity,
+           "--set", f"model.expert_ffn_size={ffn}",
+           "--set", f"schedule.ring_accum_bytes={a.accum_bytes}",
+           "--set", f"schedule.ring_grad_bytes={a.grad_bytes}",
+           "--set", f"schedule.ring_chunk_rows={a.chunk_rows}",
+           "--no-timeline", "--quiet", "--out-dir", out]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"compare_ring: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr}", file=sys.stderr)
+        sys.exit(1)
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)
+
+
+def hops(results, gpu=0):
+    """{(pass, hop): [compute_us, transfer_us]} of one GPU, from its phases."""
+    h = {}
+    for p in results["gpus"][gpu]["phases"]:
+        words = p["name"].split()
+        if len(words) < 4 or words[0] not in ("fwd", "bwd") or words[1] != "hop":
+            continue
+        key = (words[0], int(words[2]))
+        e = h.setdefault(key, [0.0, None])
+        d = p["end_us"] - p["start_us"]
+        if words[3] == "transfer":
+            e[1] = (e[1] or 0.0) + d
+        elif p["kind"] != "dependency_wait":
+            e[0] += d
+    return h
+
+
+def fmt(x, digits=0):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--system", required=True)
+    ap.add_argument("--model", default="qwen3-30b-a3b", help="expert_ffn_size is set from each row's ffn")
+    ap.add_argument("--measured", required=True)
+    ap.add_argument("--gpus", type=int, default=2, help="GPUs of the measured machine (EP)")
+    ap.add_argument("--granularity", default="row", help="row: within 2 %% of packet level for bulk transfers")
+    ap.add_argument("--accum-bytes", type=int, default=4, help="the measured ring's accumulators (fp32: 4)")
+    ap.add_argument("--grad-bytes", type=int, default=4, help="its weight-gradient partitions (fp32: 4)")
+    ap.add_argument("--chunk-rows", type=int, default=0, help="its hop chunks (0: one chunk per hop)")
+    a = ap.parse_args()
+    try:
+        with open(a.measured) as f:
+            rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    except OSError as e:
+        print(f"compare_ring: {e}", file=sys.stderr)
+        return 2
+    need = {"kind", "ffn", "tokens_per_rank", "schedule", "pass", "hop", "layer_ms", "compute_us", "transfer_us"}
+    if not rows or not need <= set(rows[0]):
+        print(f"compare_ring: {a.measured}: expected the columns {sorted(need)}", file=sys.stderr)
+        return 2
+    cases = sorted({(int(r["ffn"]), int(r["tokens_per_rank"]), r["schedule"]) for r in rows})
+    sims = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for ffn, t, s in cases:
+            sims[(ffn, t, s)] = run_sim(a, s, ffn, t, os.path.join(tmp, f"{s}-{ffn}-{t}"))
+
+    print(f"| F | tokens per rank | schedule | measured (ms) | simulated (ms) | error |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: |")
+    errs = []
+    for r in rows:
+        if r["kind"] != "layer":
+            continue
+        key = (int(r["ffn"]), int(r["tokens_per_rank"]), r["schedule"])
+        m = float(r["layer_ms"])
+        s = sims[key]["layer_time_us"] / 1000.0
+        errs.append(abs(s / m - 1))
+        print(f"| {key[0]} | {key[1]:,} | {key[2]} | {m:.2f} | {s:.2f} | {100 * (s / m - 1):+.1f} % |")
+    if errs:
+        print(f"\nmean absolute error {100 * sum(errs) / len(errs):.1f} % over {len(errs)} layers\n")
+
+    hop_rows = [r for r in rows if r["kind"] == "hop"]
+    for ffn, t in sorted({(int(r["ffn"]), int(r["tokens_per_rank"])) for r in hop_rows}):
+        scheds = sorted({r["schedule"] for r in hop_rows if int(r["ffn"]) == ffn and int(r["tokens_per_rank"]) == t})
+        print(f"Per hop, F {ffn}, {t:,} tokens per rank, rank 0 (measured / simulated, us):\n")
+        print("| hop | " + " | ".join(f"{s} compute | {s} transfer" for s in scheds) + " |")
+        print("| --- |" + " --- | --- |" * len(scheds))
+        keys = sorted({(r["pass"], int(r["hop"])) for r in hop_rows if int(r["ffn"]) == ffn},
+                      key=lambda k: (k[0] != "fwd", k[1]))
+        for k in keys:
+            cells = []
+            for s in scheds:
+                meas = next((r for r in hop_rows if (int(r["ffn"]), int(r["tokens_per_rank"]), r["schedule"], r["pass"],
+                                                     int(r["hop"])) == (ffn, t, s) + k), None)
+                sim = hops(sims[(ffn, t, s)]).get(k, [0.0, None])
+                if meas is None:
+                    cells += ["", ""]
+                    continue
+                mc = float(meas["compute_us"]) if meas["compute_us"] else None
+                mt = float(meas["transfer_us"]) if meas["transfer_us"] else None
+                sc = sim[0] if sim[0] > 0 else None
+                cells.append("" if mc is None and sc is None else f"{fmt(mc)} / {fmt(sc)}")
+                cells.append(f"{fmt(mt)} / {fmt(sim[1])}")
+            print(f"| {k[0]} {k[1]} | " + " | ".join(cells) + " |")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
