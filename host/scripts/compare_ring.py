@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--accum-bytes", type=int, default=4, help="the measured ring's accumulators (fp32: 4)")
     ap.add_argument("--grad-bytes", type=int, default=4, help="its weight-gradient partitions (fp32: 4)")
     ap.add_argument("--chunk-rows", type=int, default=0, help="its hop chunks (0: one chunk per hop)")
+    ap.add_argument("--json", help="also write the layer comparison to this file")
     a = ap.parse_args()
     try:
         with open(a.measured) as f:
@@ -88,7 +89,7 @@ def main():
 
     print(f"| F | tokens per rank | schedule | measured (ms) | simulated (ms) | error |")
     print("| ---: | ---: | --- | ---: | ---: | ---: |")
-    errs = []
+    errs, layers = [], []
     for r in rows:
         if r["kind"] != "layer":
             continue
@@ -96,6 +97,8 @@ def main():
         m = float(r["layer_ms"])
         s = sims[key]["layer_time_us"] / 1000.0
         errs.append(abs(s / m - 1))
+        layers.append({"ffn": key[0], "tokens_per_rank": key[1], "schedule": key[2], "measured_ms": m,
+                       "simulated_ms": s, "error": s / m - 1})
         print(f"| {key[0]} | {key[1]:,} | {key[2]} | {m:.2f} | {s:.2f} | {100 * (s / m - 1):+.1f} % |")
     if errs:
         print(f"\nmean absolute error {100 * sum(errs) / len(errs):.1f} % over {len(errs)} layers\n")
@@ -124,6 +127,9 @@ def main():
                 cells.append(f"{fmt(mt)} / {fmt(sim[1])}")
             print(f"| {k[0]} {k[1]} | " + " | ".join(cells) + " |")
         print()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"system": a.system, "model": a.model, "layers": layers}, f, indent=1)
     return 0
 
 
