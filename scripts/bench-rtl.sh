@@ -9,18 +9,26 @@
 #
 # Default job: --schedule moehub with the default system, model and tokens.
 # Environment: BENCH_BUILD_DIR=<dir> uses the moehub-sim of that build folder
-# (default build/dev; it must be configured with Verilator found, MOEHUB_RTL).
+# (default build/release, the release preset; it must be configured with
+# Verilator found, MOEHUB_RTL, as the presets are once install-deps.sh ran).
 # BENCH_OLD_BUILD_DIR=<dir> also runs that (already built) folder's moehub-sim
 # with --hub-impl rtl in each round, as a row "rtl (old)": an older build
 # measured side by side with the current one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-reps="${1:-3}"
-shift || true
+reps=3
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then
+  reps="$1"
+  shift
+fi
+if ! [[ "$reps" =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench-rtl.sh: REPS must be a positive integer (got '$reps')" >&2
+  exit 2
+fi
 [ "${1:-}" = "--" ] && shift
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--schedule moehub)
-build="${BENCH_BUILD_DIR:-build/dev}"
+build="${BENCH_BUILD_DIR:-build/release}"
 cmake --build "$build" -j "$(nproc)" --target moehub-sim >/dev/null
 sim="$build/host/sim/moehub-sim"
 old="${BENCH_OLD_BUILD_DIR:-}"

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
                  "write digests of what the hub functions computed (LocalRowIDs, per-link packet order) to this "
                  "JSON file, to compare two runs");
   app.add_option("--region-rows", region_rows,
-                 "moehub*: rows per rowsp region, >= 1 (default: every token of the job)");
+                 "moehub*: rows per rowsp region, 1..16777216, or 0 (the default): every token of the job");
   app.add_option("--tokens", wl.tokens, "total tokens over all GPUs (split evenly)")->capture_default_str();
   app.add_option("--seed", wl.seed, "routing seed")->capture_default_str();
   app.add_option("--distribution", wl.distribution, "expert popularity: normal or zipf")

@@ -810,7 +810,7 @@ void validate_run(const SystemConfig& system, const ModelConfig& model,
                           std::to_string(kMaxRoutedTokens) + " routed tokens");
   }
   if (model.top_k < 1 || model.top_k > model.num_experts) {
-    throw ConfigError(cl, "--top-k",
+    throw ConfigError(cl, "model.top_k",  // the model file's top_k, or --set model.top_k
                       "must be in [1, num_experts = " + std::to_string(model.num_experts) +
                           "] of model '" + model.name + "' (got " + std::to_string(model.top_k) +
                           ")");
