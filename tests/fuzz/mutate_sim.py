@@ -360,7 +360,9 @@ CLI_VALUES = ["0", "1", "-1", "2", "16", "1000", "1001", "1e3", "1e308", "nan", 
               "system.gpu.gemm.k_half=[1]", "system.hub.implementation=moehub", "system.sim.granularity=row",
               "model.name=x=y", "system..x=1", "system.num_gpus=1e3", "schedule.poll.poll_interval_ns=100",
               "schedule.poll.poll_sm_ns=0", "schedule.ring_grad_bytes=3", "schedule.x=1",
-              "schedule.baseline.tutel_pipeline_degree=8", "schedule.baseline.comet_comm_sms=1000"]
+              "schedule.baseline.tutel_pipeline_degree=8", "schedule.baseline.comet_comm_sms=1000",
+              "ring-expert", "schedule.ring_chunk_rows=-1", "schedule.ring_chunk_rows=3",
+              "schedule.ring_chunk_rows=-2", "schedule.ring_accum_bytes=2"]
 
 
 def mutate_cli(rng, args, out_dir):
