@@ -267,6 +267,8 @@ void MoeLayer::router_backward(Rank& r) {
   phase_end(r, "router_backward", r.comp);
 }
 
+// The simulator's ring schedules replay this layer's kernels around the passes (route,
+// exchange_counts, router_backward: systemc/workload/ring.cpp): change both together.
 void MoeLayer::run(LayerSchedule& schedule) {
   for (auto& r : ranks_) {
     r->hop_events.clear();

@@ -61,7 +61,7 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
     if (expert) return backward ? experts_on(q) * W * g : 0.0;
     return T * H * a + (backward ? T * k * 4.0 : 0.0);
   };
-  RingPassSteps out{mode, backward, {}, {}};
+  RingPassSteps out{mode, backward, {}, {}, {}, {}};
   for (int rank = 0; rank < n; ++rank) {
     std::vector<HopSteps> hops;
     for (int h = 0; h < n; ++h) {
@@ -137,6 +137,18 @@ RingPassSteps ring_pass_steps(const RingRouting& r, int hidden, int ffn, int top
     }
     out.hops.push_back(std::move(hops));
     out.final_accum_bytes.push_back(accum(ring_partition_at_hop(rank, n - 1, n)));
+    // the kernels around the hops (see the header)
+    const double T = static_cast<double>(r.tokens[static_cast<std::size_t>(rank)]);
+    const double W = experts_on(rank) * 3.0 * H * F;
+    std::vector<KernelStep> pro, epi;
+    const bool into_output = o.accum_bytes == d;  // the hops add straight into the output / d_x
+    if (expert) pro.push_back({"zero_accum", {}, T * H * a, 0});
+    if (!expert && backward) pro.push_back({"zero_d_w", {}, W * 4.0, 0});
+    if (!into_output) epi.push_back({"accum_to_output", {}, T * H * (a + db), 0});
+    if (expert && backward && o.grad_bytes != 4) epi.push_back({"grad_to_param", {}, W * (g + 4.0), 0});
+    if (!expert && backward && !into_output) epi.push_back({"copy_d_topk_weights", {}, T * k * 4.0 * 2.0, 0});
+    out.prologue.push_back(std::move(pro));
+    out.epilogue.push_back(std::move(epi));
   }
   return out;
 }

@@ -35,6 +35,20 @@
 // hop h waits for the transfer of hop h-1 (its payload) before its first kernel and for
 // the transfer of hop h before the kernel after wait_accum. One more transfer after the
 // last hop returns each accumulator to its owner.
+//
+// Around the hops each rank runs a few memory kernels of its own (T = the rank's tokens,
+// W = its experts x 3HF weight elements; the parameter gradient is fp32), as the GPU
+// harness's ring schedules issue them (host/gpu/schedules/ring_expert.cpp, ring_token.cpp):
+//   prologue, before the pass's first transfer:
+//     expert routing: zero_accum   T*H*a (the output / d_x itself when a = d, else an
+//                                  a-byte accumulator)
+//     token routing, backward: zero_d_w   W*4 (the resident parameter gradient)
+//   epilogue, after the pass's last transfer (the accumulators are home):
+//     accum_to_output      T*H*(a + d), when a != d (the accumulator rounded into the
+//                          output / d_x)
+//     expert routing, backward, g != 4: grad_to_param   W*(g + 4) (the partition's
+//                          gradient widened into the parameter gradient)
+//     token routing, backward, a != d: copy_d_topk_weights   T*k*4*2
 #pragma once
 
 #include <cstdint>
@@ -89,6 +103,8 @@ struct RingPassSteps {
   bool backward;
   std::vector<std::vector<HopSteps>> hops;  ///< [rank][hop]
   std::vector<double> final_accum_bytes;    ///< [rank] the transfer after the last hop
+  std::vector<std::vector<KernelStep>> prologue;  ///< [rank] memory kernels before the pass's first transfer
+  std::vector<std::vector<KernelStep>> epilogue;  ///< [rank] memory kernels after its last transfer
 };
 
 /// The steps of one ring pass. `dtype_bytes` is d (bf16: 2). Throws std::invalid_argument

@@ -64,7 +64,40 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
   Schedule s;
   s.name = token_routing ? "ring-token" : "ring-expert";
   s.ops.resize(G);
-  for (std::size_t g = 0; g < G; ++g) append_routing_ops(s.ops[g], m, r.tokens_per_gpu[g]);
+  // The layer as moehub-gpu's MoeLayer issues it (host/gpu/layer.cpp): route (router GEMM,
+  // softmax and top-k, then permute_pairs: the pair list and per-expert counts from the
+  // top-k ids), exchange_counts (an NCCL all-gather of every rank's int32 count per expert,
+  // copied to the host, which waits for it: the passes' steps depend on the counts), the
+  // two passes, and router_backward.
+  const double topk = m.top_k, E = m.num_experts;
+  if (N > 1) {
+    std::vector<std::vector<std::int64_t>> one(G, std::vector<std::int64_t>(G, 1));
+    s.collectives.push_back(
+        all_to_all_from_counts("count_exchange", one, static_cast<std::uint32_t>(std::max(1, m.num_experts) * 4), 1));
+  }
+  for (std::size_t g = 0; g < G; ++g) {
+    auto& ops = s.ops[g];
+    const auto T = static_cast<double>(r.tokens_per_gpu[g]);
+    append_routing_ops(ops, m, r.tokens_per_gpu[g]);
+    ops.push_back(memory_op("permute_pairs", "routing", T * topk * 4.0 * 3.0));  // ids read; pair source and slot written
+    if (N > 1) ops.push_back(collective_op("count_exchange", "count_exchange", 0));
+    Op sync;
+    sync.kind = OpKind::kHostSync;
+    sync.name = "count_sync";
+    sync.phase = "count_exchange";
+    sync.launch = false;
+    ops.push_back(sync);
+  }
+  // the first compute op after a pass waits for the pass's last transfer: the GPU harness
+  // ends a pass with its compute stream waiting for its copy stream
+  std::vector<int> copy_wait(G, -1);
+  const auto push_compute = [&](std::size_t g, Op op) {
+    if (copy_wait[g] >= 0) {
+      op.after.push_back(copy_wait[g]);
+      copy_wait[g] = -1;
+    }
+    s.ops[g].push_back(std::move(op));
+  };
 
   for (const bool backward : {false, true}) {
     const plan::RingPassSteps steps =
@@ -74,17 +107,20 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     for (const auto& hops : steps.hops)
       for (const auto& hs : hops) any_accum = any_accum || hs.accum_bytes > 0;
     for (double b : steps.final_accum_bytes) any_accum = any_accum || b > 0;
+    // the pass's own kernels before its hops (accumulators zeroed)
+    for (std::size_t g = 0; g < G; ++g)
+      for (const plan::KernelStep& ks : steps.prologue[g]) push_compute(g, memory_op(pass + " " + ks.name, "ring_compute", ks.bytes));
     // index of the latest C / X per GPU. The pass starts as the GPU harness's ring engine
     // starts one (host/gpu/ring_engine.cpp): its copy stream waits for everything on the
-    // compute stream so far (the routing; the previous pass's kernels), so the pass's
-    // first transfer waits for the last compute op before it (last_c's start); and the
-    // previous pass ended with the compute stream waiting for its copy stream, so the
-    // pass's first kernel waits for the last transfer before it (copy_before).
-    std::vector<int> last_c(G, -1), last_x(G, -1), copy_before(G, -1);
+    // compute stream so far (the routing, the previous pass, this pass's prologue), so the
+    // pass's first transfer waits for the last compute op before it (last_c's start).
+    std::vector<int> last_c(G, -1), last_x(G, -1);
     for (std::size_t g = 0; g < G; ++g) {
       const std::vector<Op>& ops = s.ops[g];
-      for (std::size_t i = 0; i < ops.size(); ++i) (ops[i].stream == 0 ? last_c[g] : copy_before[g]) = static_cast<int>(i);
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].stream == 0 && ops[i].kind != OpKind::kHostSync) last_c[g] = static_cast<int>(i);
     }
+    std::vector<int> pass_last_x(G, -1);  // the pass's last transfer per GPU
     for (int h = 0; h <= N; ++h) {
       const std::vector<int> prev_x = last_x;  // X_{h-1}: brought this hop's partition
       // X_h: does any GPU move anything at this hop?
@@ -107,6 +143,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
           Op x = collective_op(pass + " hop " + std::to_string(h) + " transfer", "ring_transfer", c, 1);
           if (last_c[g] >= 0) x.after.push_back(last_c[g]);
           last_x[g] = static_cast<int>(s.ops[g].size());
+          pass_last_x[g] = last_x[g];
           s.ops[g].push_back(x);
         }
       } else {
@@ -141,8 +178,8 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         if (ops.size() == first) continue;  // nothing to compute (no rows, no experts)
         // the hop's first kernel waits for the transfer that brought its partition
         if (h >= 1 && prev_x[static_cast<std::size_t>(g)] >= 0) ops[first].after.push_back(prev_x[static_cast<std::size_t>(g)]);
-        // the pass's first kernel waits for the transfers of the passes before it
-        int& before = copy_before[static_cast<std::size_t>(g)];
+        // the pass's first kernel waits for the transfers of the pass before it
+        int& before = copy_wait[static_cast<std::size_t>(g)];
         if (before >= 0) {
           ops[first].after.push_back(before);
           before = -1;
@@ -150,6 +187,16 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
         last_c[static_cast<std::size_t>(g)] = static_cast<int>(ops.size()) - 1;
       }
     }
+    // the pass's end: its kernels after the last transfer (accumulators into the outputs)
+    for (std::size_t g = 0; g < G; ++g) {
+      if (pass_last_x[g] >= 0) copy_wait[g] = pass_last_x[g];
+      for (const plan::KernelStep& ks : steps.epilogue[g]) push_compute(g, memory_op(pass + " " + ks.name, "ring_compute", ks.bytes));
+    }
+  }
+  // the router's backward: d_logits from the top-k ids, gate weights and their gradients
+  for (std::size_t g = 0; g < G; ++g) {
+    const auto T = static_cast<double>(r.tokens_per_gpu[g]);
+    push_compute(g, memory_op("router_backward", "routing", T * topk * 4.0 * 3.0 + T * E * 4.0));
   }
   return s;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe_plan.hpp"
@@ -128,6 +129,46 @@ TEST(RingSteps, AccumulatorAndGradientBytesFollowTheOptions) {
   EXPECT_EQ(e.expert_rows[1], 0);  // expert 5 (partition 2's second)
   EXPECT_EQ(e.kernels[7].name, "gemm_d_w_gate_up");
   EXPECT_EQ(e.kernels[7].gemms[1].m, 0);
+}
+
+// The kernels around a pass's hops, as moehub-gpu's ring schedules issue them
+// (ring_expert.cpp, ring_token.cpp): fp32 accumulators (its --ring-accum fp32: a = g = 4)
+// and bf16 ones (a = g = 2); uneven() has 40 tokens per rank, rank 1 owns 2 experts.
+TEST(RingSteps, PrologueAndEpilogueAreTheGpuHarnesss) {
+  const RingRouting r = uneven();
+  const double T = 40, H = 64, F = 32, k = 2, W = 2 * 3 * H * F;
+  auto kernels = [](const std::vector<KernelStep>& v) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const KernelStep& s : v) out.emplace_back(s.name, s.bytes);
+    return out;
+  };
+  using List = std::vector<std::pair<std::string, double>>;
+  for (const int acc : {4, 2}) {
+    SCOPED_TRACE("accumulator bytes " + std::to_string(acc));
+    RingOptions o;
+    o.accum_bytes = o.grad_bytes = acc;
+    const bool fp32 = acc == 4;
+    const RingPassSteps ef = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, false, o);
+    const RingPassSteps eb = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kExpert, true, o);
+    const RingPassSteps tf = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, false, o);
+    const RingPassSteps tb = ring_pass_steps(r, 64, 32, 2, 2, RingMode::kToken, true, o);
+    ASSERT_EQ(ef.prologue.size(), 4u);
+    ASSERT_EQ(ef.epilogue.size(), 4u);
+    // expert routing: the out / d_x accumulator (fp32 scratch or the bf16 output) is zeroed;
+    // fp32 is rounded into the output at the end; bf16 gradient partitions are widened
+    // into the fp32 parameter gradient
+    EXPECT_EQ(kernels(ef.prologue[1]), (List{{"zero_accum", T * H * acc}}));
+    EXPECT_EQ(kernels(eb.prologue[1]), (List{{"zero_accum", T * H * acc}}));
+    EXPECT_EQ(kernels(ef.epilogue[1]), fp32 ? (List{{"accum_to_output", T * H * 6}}) : List{});
+    EXPECT_EQ(kernels(eb.epilogue[1]), fp32 ? (List{{"accum_to_output", T * H * 6}}) : (List{{"grad_to_param", W * 6}}));
+    // token routing: the resident parameter gradient zeroed before the backward; fp32
+    // accumulators come home into a slot and are rounded / copied into the outputs
+    EXPECT_EQ(kernels(tf.prologue[1]), List{});
+    EXPECT_EQ(kernels(tb.prologue[1]), (List{{"zero_d_w", W * 4}}));
+    EXPECT_EQ(kernels(tf.epilogue[1]), fp32 ? (List{{"accum_to_output", T * H * 6}}) : List{});
+    EXPECT_EQ(kernels(tb.epilogue[1]),
+              fp32 ? (List{{"accum_to_output", T * H * 6}, {"copy_d_topk_weights", T * k * 8}}) : List{});
+  }
 }
 
 TEST(RingSteps, RejectsInconsistentRouting) {

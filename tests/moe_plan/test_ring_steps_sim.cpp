@@ -5,8 +5,10 @@
 // transfer that brings the accumulator; and the ops wait for each other as the GPU
 // harness's ring engine (host/gpu/ring_engine.cpp) orders its streams: a hop's first
 // kernel for the transfer that brought its partition, a transfer for the previous hop's
-// last kernel, a pass's first transfer for every kernel before the pass and its first
-// kernel for every transfer before it.
+// last kernel, a pass's first transfer for every kernel before the pass and the first
+// kernel after a pass for its last transfer. Around the passes, the layer's kernels as
+// moehub-gpu's MoeLayer issues them (routing, the counts exchange the host waits for, each
+// pass's prologue and epilogue, the router's backward).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,18 +60,41 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
   ro.chunk_rows = opt.ring_chunk_rows;
   const int N = r.num_gpus;
   for (int g = 0; g < N; ++g) {
+    SCOPED_TRACE("GPU " + std::to_string(g));
     const auto& ops = s.ops[static_cast<std::size_t>(g)];
+    // the layer's start, as moehub-gpu's MoeLayer::route and exchange_counts issue it
+    std::vector<std::string> head = {"router_gemm", "router_softmax_topk", "permute_pairs"};
+    if (N > 1) head.push_back("count_exchange");
+    head.push_back("count_sync");
+    ASSERT_GE(ops.size(), head.size());
     std::size_t i = 0;
-    while (i < ops.size() && ops[i].phase != "ring_transfer" && ops[i].phase != "ring_compute") ++i;  // routing ops
+    for (; i < head.size(); ++i) EXPECT_EQ(ops[i].name, head[i]);
+    EXPECT_EQ(ops[head.size() - 1].kind, OpKind::kHostSync) << "the host waits for the counts";
+    int last_kernel = -1;   // the latest compute-stream kernel so far
+    int copy_pending = -1;  // the last transfer of the previous pass, until a kernel waits for it
+    // a compute-stream kernel: the first after a pass waits for that pass's last transfer
+    auto kernel = [&](const Op& op) {
+      EXPECT_EQ(op.stream, 0) << op.name;
+      if (copy_pending >= 0) {
+        EXPECT_TRUE(waits_for(op, copy_pending)) << op.name << " must wait for the transfers of the pass before it";
+        copy_pending = -1;
+      }
+      last_kernel = static_cast<int>(i);
+    };
     for (const bool bwd : {false, true}) {
-      // the last kernel and the last transfer before the pass
-      int comp_before = -1, copy_before = -1;
-      for (std::size_t j = 0; j < i; ++j) (ops[j].stream == 0 ? comp_before : copy_before) = static_cast<int>(j);
-      bool first_transfer = true, first_kernel = true;
-      int prev_transfer = -1, prev_last_kernel = comp_before;
+      const std::string pass = bwd ? "bwd" : "fwd";
       const plan::RingPassSteps st = plan::ring_pass_steps(rr, m.hidden_size, m.expert_ffn_size, m.top_k, m.dtype_bytes,
                                                            token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert,
                                                            bwd, ro);
+      for (const plan::KernelStep& k : st.prologue[static_cast<std::size_t>(g)]) {
+        ASSERT_LT(i, ops.size());
+        EXPECT_EQ(ops[i].name, pass + " " + k.name);
+        EXPECT_DOUBLE_EQ(ops[i].bytes, k.bytes) << ops[i].name;
+        kernel(ops[i]);
+        ++i;
+      }
+      bool first_transfer = true;
+      int prev_transfer = -1, pass_last_transfer = -1;
       bool any_accum = false;  // a transfer at hop h: a payload (h < N-1) or accumulators (h >= 1)
       for (const auto& hops : st.hops)
         for (const auto& hs : hops) any_accum = any_accum || hs.accum_bytes > 0;
@@ -78,21 +103,21 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
         int transfer = -1;
         if (h < N - 1 || (N > 1 && h >= 1 && any_accum)) {
           ASSERT_LT(i, ops.size());
-          ASSERT_EQ(ops[i].phase, "ring_transfer") << "GPU " << g << " hop " << h << ": " << ops[i].name;
+          ASSERT_EQ(ops[i].phase, "ring_transfer") << "hop " << h << ": " << ops[i].name;
           const AllToAll& a = s.collectives[static_cast<std::size_t>(ops[i].collective)];
           const double bytes = h < N ? st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].payload_bytes +
                                            st.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)].accum_bytes
                                      : st.final_accum_bytes[static_cast<std::size_t>(g)];
           const auto rows = a.rows[static_cast<std::size_t>(g)][static_cast<std::size_t>(plan::ring_send_peer(g, N))].size();
-          EXPECT_EQ(static_cast<double>(rows), std::ceil(bytes / a.row_bytes)) << "GPU " << g << " hop " << h;
+          EXPECT_EQ(static_cast<double>(rows), std::ceil(bytes / a.row_bytes)) << "hop " << h;
           EXPECT_EQ(ops[i].stream, 1) << ops[i].name;
-          if (prev_last_kernel >= 0) {
-            EXPECT_TRUE(waits_for(ops[i], prev_last_kernel))
-                << "GPU " << g << ": " << ops[i].name << " must wait for " << ops[static_cast<std::size_t>(prev_last_kernel)].name
+          if (last_kernel >= 0) {
+            EXPECT_TRUE(waits_for(ops[i], last_kernel))
+                << ops[i].name << " must wait for " << ops[static_cast<std::size_t>(last_kernel)].name
                 << (first_transfer ? " (every kernel before the pass)" : " (the buffer it reuses)");
           }
           first_transfer = false;
-          transfer = static_cast<int>(i++);
+          transfer = pass_last_transfer = static_cast<int>(i++);
         }
         if (h == N) break;
         bool waits = false;
@@ -105,7 +130,7 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
             }
             ASSERT_LT(i, ops.size());
             const Op& op = ops[i];
-            EXPECT_EQ(op.name.substr(op.name.rfind(' ') + 1), k.name) << "GPU " << g << " hop " << h << " op " << op.name;
+            EXPECT_EQ(op.name.substr(op.name.rfind(' ') + 1), k.name) << "hop " << h << " op " << op.name;
             if (k.is_gemm()) {
               ASSERT_EQ(op.gemms.size(), k.gemms.size()) << op.name;
               for (std::size_t x = 0; x < k.gemms.size(); ++x) {
@@ -119,22 +144,30 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
             if (waits) {
               EXPECT_TRUE(waits_for(op, transfer)) << op.name << " must wait for the transfer that brings its accumulator";
             }
-            EXPECT_EQ(op.stream, 0) << op.name;
             if (hop_first && h >= 1 && prev_transfer >= 0) {
               EXPECT_TRUE(waits_for(op, prev_transfer)) << op.name << " must wait for the transfer that brought its partition";
             }
-            if (first_kernel && copy_before >= 0) {
-              EXPECT_TRUE(waits_for(op, copy_before)) << op.name << " must wait for every transfer before its pass";
-            }
-            hop_first = first_kernel = waits = false;
-            prev_last_kernel = static_cast<int>(i);
+            kernel(op);
+            hop_first = waits = false;
             ++i;
           }
         }
         prev_transfer = transfer;
       }
+      if (pass_last_transfer >= 0) copy_pending = pass_last_transfer;
+      for (const plan::KernelStep& k : st.epilogue[static_cast<std::size_t>(g)]) {
+        ASSERT_LT(i, ops.size());
+        EXPECT_EQ(ops[i].name, pass + " " + k.name);
+        EXPECT_DOUBLE_EQ(ops[i].bytes, k.bytes) << ops[i].name;
+        kernel(ops[i]);
+        ++i;
+      }
     }
-    EXPECT_EQ(i, ops.size()) << "GPU " << g << ": ops the steps do not describe";
+    ASSERT_LT(i, ops.size());
+    EXPECT_EQ(ops[i].name, "router_backward");
+    kernel(ops[i]);
+    ++i;
+    EXPECT_EQ(i, ops.size()) << "ops the steps do not describe";
   }
 }
 

@@ -236,9 +236,12 @@ TEST(Schedules, MoeHubStoresEveryPairOnceEachWay) {
 void check_ring(bool token_routing) {
   const Workload s = make("qwen1.5-moe-a2.7b", 999, 4, 0.02);  // 60 experts on 4 GPUs, uneven tokens
   const Schedule r = build_ring(s.model, s.routing, s.placement, {}, token_routing);
-  // transfers: forward N-1 (+1 trailing accumulators, token routing: N+1), backward N+1
-  EXPECT_EQ(r.collectives.size(), token_routing ? 10u : 8u);
+  // the counts exchange, then the transfers: forward N-1 (+1 trailing accumulators, token
+  // routing: N+1), backward N+1
+  ASSERT_EQ(r.collectives.size(), token_routing ? 11u : 9u);
+  EXPECT_EQ(r.collectives[0].name, "count_exchange");
   for (const auto& c : r.collectives) {
+    if (c.name == "count_exchange") continue;
     for (std::size_t g = 0; g < 4; ++g) {
       for (std::size_t d = 0; d < 4; ++d) {
         if (d != (g + 1) % 4) {
@@ -254,7 +257,7 @@ void check_ring(bool token_routing) {
       const Op& op = ops[i];
       for (const int d : op.after) EXPECT_LT(static_cast<std::size_t>(d), i);
       if (op.kind == OpKind::kAllToAll) {
-        EXPECT_EQ(op.stream, 1);
+        EXPECT_EQ(op.stream, op.phase == "ring_transfer" ? 1 : 0) << op.name;  // the counts exchange: the host waits
       }
       if (op.kind == OpKind::kGemm) {
         EXPECT_EQ(op.stream, 0);
@@ -306,8 +309,9 @@ double expected_hop_bytes(const std::vector<plan::HopParts>& parts, int g, int h
 }
 
 std::uint32_t ring_row_bytes(const Schedule& s) {
-  if (s.collectives.empty()) throw std::runtime_error("test setup: a ring without transfers");
-  return s.collectives[0].row_bytes;
+  for (const auto& c : s.collectives)
+    if (c.name.find("_transfer") != std::string::npos) return c.row_bytes;
+  throw std::runtime_error("test setup: a ring without transfers");
 }
 
 // The default job (moehub-sim with no options): every GPU's transfer in the

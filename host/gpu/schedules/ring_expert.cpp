@@ -102,6 +102,8 @@ class RingExpertSchedule final : public LayerSchedule {
         p.acc_final.push_back(acc[static_cast<std::size_t>(ring_free_slot_after(c.ep))]);
       else
         p.acc_final.push_back({{r.out.d_w_part, gbytes}});
+      // the pass's prologue and epilogue kernels are moe_plan's RingPassSteps::prologue and
+      // epilogue (ring_steps.hpp), which the simulator replays: change both together
       if (acc16) {
         // the output (forward) or d_x (backward) is itself the accumulator
         MOEHUB_CUDA_CHECK(cudaMemsetAsync(bwd ? r.out.d_x : r.out.out, 0, static_cast<std::size_t>(d.T * d.H) * 2, r.comp));

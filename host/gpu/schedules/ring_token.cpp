@@ -105,6 +105,8 @@ class RingTokenSchedule final : public LayerSchedule {
         // the accumulators come home into the slot the last hop did not use (free by then)
         p.acc_final.push_back(acc[static_cast<std::size_t>(ring_free_slot_after(c.ep))]);
       }
+      // the pass's prologue and epilogue kernels are moe_plan's RingPassSteps::prologue and
+      // epilogue (ring_steps.hpp), which the simulator replays: change both together
       if (bwd)
         MOEHUB_CUDA_CHECK(cudaMemsetAsync(r.out.d_w_part, 0, static_cast<std::size_t>(c.partition().elems()) * 4, r.comp));
     }
