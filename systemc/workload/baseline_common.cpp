@@ -33,12 +33,7 @@ int add_count_exchange(Schedule& s, const ModelConfig& m, int gpus) {
 
 void append_address_resolution(std::vector<Op>& ops, int count_collective) {
   ops.push_back(collective_op("count_exchange", "address_resolution", count_collective));
-  Op sync;
-  sync.kind = OpKind::kHostSync;
-  sync.name = "count_sync";
-  sync.phase = "address_resolution";
-  sync.launch = false;
-  ops.push_back(sync);
+  ops.push_back(host_sync_op("count_sync", "address_resolution"));
 }
 
 Op expert_gemm1(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag) {

@@ -157,12 +157,7 @@ Schedule build_megatron(const ModelConfig& m, const Routing& r, const ExpertPlac
     append_phase(ops, "permute", "permute", fk.permute.count(LE, 1), Td * k * H * b * 2, small);
     // count exchange and the host's synchronisation on the counts
     if (comm) ops.push_back(collective_op("count_exchange", "count_exchange", kCounts));
-    Op sync;
-    sync.kind = OpKind::kHostSync;
-    sync.name = "count_sync";
-    sync.phase = "count_exchange";
-    sync.launch = false;
-    ops.push_back(sync);
+    ops.push_back(host_sync_op("count_sync", "count_exchange"));
     // dispatch: tokens and their probabilities
     if (comm) {
       ops.push_back(collective_op("dispatch", "dispatch", kDispatch));

@@ -81,12 +81,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     append_routing_ops(ops, m, r.tokens_per_gpu[g]);
     ops.push_back(memory_op("permute_pairs", "routing", T * topk * 4.0 * 3.0));  // ids read; pair source and slot written
     if (N > 1) ops.push_back(collective_op("count_exchange", "count_exchange", 0));
-    Op sync;
-    sync.kind = OpKind::kHostSync;
-    sync.name = "count_sync";
-    sync.phase = "count_exchange";
-    sync.launch = false;
-    ops.push_back(sync);
+    ops.push_back(host_sync_op("count_sync", "count_exchange"));
   }
   // the first compute op after a pass waits for the pass's last transfer: the GPU harness
   // ends a pass with its compute stream waiting for its copy stream

@@ -69,6 +69,15 @@ Op memory_op(const std::string& name, const std::string& phase, double bytes) {
   return op;
 }
 
+Op host_sync_op(const std::string& name, const std::string& phase) {
+  Op op;
+  op.kind = OpKind::kHostSync;
+  op.name = name;
+  op.phase = phase;
+  op.launch = false;
+  return op;
+}
+
 AllToAll all_to_all_from_counts(const std::string& name, const std::vector<std::vector<std::int64_t>>& counts,
                                 std::uint32_t row_bytes, int sms) {
   const std::size_t G = counts.size();

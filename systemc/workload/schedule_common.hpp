@@ -57,6 +57,9 @@ Op memory_op(const std::string& name, const std::string& phase, double bytes);
 /// An op that takes part in collective `collective`, launched as a collective
 /// (kernel launch plus collective setup on the host).
 Op collective_op(const std::string& name, const std::string& phase, int collective, int stream = 0);
+/// The host waits for everything this GPU was given so far (a device-to-host
+/// copy and synchronisation, host.stream_sync_us); launches nothing.
+Op host_sync_op(const std::string& name, const std::string& phase);
 /// A grouped GEMM op (one shape per group).
 Op gemm_op(const std::string& name, const std::string& phase, std::vector<GemmShape> groups);
 

@@ -81,18 +81,23 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
       }
       last_kernel = static_cast<int>(i);
     };
-    for (const bool bwd : {false, true}) {
-      const std::string pass = bwd ? "bwd" : "fwd";
-      const plan::RingPassSteps st = plan::ring_pass_steps(rr, m.hidden_size, m.expert_ffn_size, m.top_k, m.dtype_bytes,
-                                                           token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert,
-                                                           bwd, ro);
-      for (const plan::KernelStep& k : st.prologue[static_cast<std::size_t>(g)]) {
+    // a pass's prologue or epilogue: its memory kernels in order
+    auto edge = [&](const std::string& pass, const std::vector<plan::KernelStep>& kernels) {
+      for (const plan::KernelStep& k : kernels) {
         ASSERT_LT(i, ops.size());
         EXPECT_EQ(ops[i].name, pass + " " + k.name);
         EXPECT_DOUBLE_EQ(ops[i].bytes, k.bytes) << ops[i].name;
         kernel(ops[i]);
         ++i;
       }
+    };
+    for (const bool bwd : {false, true}) {
+      const std::string pass = bwd ? "bwd" : "fwd";
+      const plan::RingPassSteps st = plan::ring_pass_steps(rr, m.hidden_size, m.expert_ffn_size, m.top_k, m.dtype_bytes,
+                                                           token_routing ? plan::RingMode::kToken : plan::RingMode::kExpert,
+                                                           bwd, ro);
+      edge(pass, st.prologue[static_cast<std::size_t>(g)]);
+      if (::testing::Test::HasFatalFailure()) return;
       bool first_transfer = true;
       int prev_transfer = -1, pass_last_transfer = -1;
       bool any_accum = false;  // a transfer at hop h: a payload (h < N-1) or accumulators (h >= 1)
@@ -155,13 +160,8 @@ void expect_replay(const ModelConfig& m, const Routing& r, bool token_routing, c
         prev_transfer = transfer;
       }
       if (pass_last_transfer >= 0) copy_pending = pass_last_transfer;
-      for (const plan::KernelStep& k : st.epilogue[static_cast<std::size_t>(g)]) {
-        ASSERT_LT(i, ops.size());
-        EXPECT_EQ(ops[i].name, pass + " " + k.name);
-        EXPECT_DOUBLE_EQ(ops[i].bytes, k.bytes) << ops[i].name;
-        kernel(ops[i]);
-        ++i;
-      }
+      edge(pass, st.epilogue[static_cast<std::size_t>(g)]);
+      if (::testing::Test::HasFatalFailure()) return;
     }
     ASSERT_LT(i, ops.size());
     EXPECT_EQ(ops[i].name, "router_backward");
