@@ -17,7 +17,12 @@
 //       kernel waits for X_{h-1} (which brought part_h) and the kernel after
 //       the steps' wait_accum for X_h (which brought the accumulator it adds
 //       into);
-// and a last X_N returns the final accumulators to their owners. Accumulator
+// and a last X_N returns the final accumulators to their owners. Each pass also has
+// the steps' prologue and epilogue kernels, and the passes meet as the harness's ring
+// engine orders its streams (a pass's first transfer after the compute before it, the
+// first kernel after a pass after its last transfer); around them the layer's routing,
+// pair permutation, counts exchange (the host waits for it) and router backward, as
+// moehub-gpu's MoeLayer issues them. Accumulator
 // and gradient element sizes and the hop chunks: ScheduleOptions (ring_accum_bytes,
 // ring_grad_bytes, ring_chunk_rows). Transfers move in 64 KiB rows, the last one rounded up.
 #include <algorithm>
