@@ -54,6 +54,42 @@ def hops(results, gpu=0):
     return h
 
 
+def check_rows(rows):
+    """The first bad value of the measurement rows, as a message; None if all are good."""
+    def number(r, col, integer, allow_empty=False):
+        v = r[col] if r[col] is not None else ""
+        if allow_empty and v == "":
+            return None
+        try:
+            x = int(v) if integer else float(v)
+        except ValueError:
+            raise ValueError(f"column {col}: expected {'an integer' if integer else 'a number'} (got '{v}')")
+        if not x >= (1 if integer and col != "hop" else 0) or x != x or x == float("inf"):
+            raise ValueError(f"column {col}: must be {'>= 1' if integer and col != 'hop' else '>= 0 and finite'} (got '{v}')")
+        return x
+
+    for n, r in enumerate(rows, start=1):
+        try:
+            if r["kind"] not in ("layer", "hop"):
+                raise ValueError(f"column kind: must be layer or hop (got '{r['kind']}')")
+            if r["schedule"] not in ("ring-expert", "ring-token"):
+                raise ValueError(f"column schedule: must be ring-expert or ring-token (got '{r['schedule']}')")
+            number(r, "ffn", True)
+            number(r, "tokens_per_rank", True)
+            if r["kind"] == "layer":
+                if not number(r, "layer_ms", False) > 0:
+                    raise ValueError(f"column layer_ms: must be > 0 (got '{r['layer_ms']}')")
+            else:
+                if r["pass"] not in ("fwd", "bwd"):
+                    raise ValueError(f"column pass: must be fwd or bwd (got '{r['pass']}')")
+                number(r, "hop", True)
+                number(r, "compute_us", False, allow_empty=True)
+                number(r, "transfer_us", False, allow_empty=True)
+        except ValueError as e:
+            return f"data row {n}: {e}"
+    return None
+
+
 def fmt(x, digits=0):
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -81,13 +117,17 @@ def main():
     if not rows or not need <= set(rows[0]):
         print(f"compare_ring: {a.measured}: expected the columns {sorted(need)}", file=sys.stderr)
         return 2
+    bad = check_rows(rows)
+    if bad:
+        print(f"compare_ring: {a.measured}: {bad}", file=sys.stderr)
+        return 2
     cases = sorted({(int(r["ffn"]), int(r["tokens_per_rank"]), r["schedule"]) for r in rows})
     sims = {}
     with tempfile.TemporaryDirectory() as tmp:
         for ffn, t, s in cases:
             sims[(ffn, t, s)] = run_sim(a, s, ffn, t, os.path.join(tmp, f"{s}-{ffn}-{t}"))
 
-    print(f"| F | tokens per rank | schedule | measured (ms) | simulated (ms) | error |")
+    print("| F | tokens per rank | schedule | measured (ms) | simulated (ms) | error |")
     print("| ---: | ---: | --- | ---: | ---: | ---: |")
     errs, layers = [], []
     for r in rows:

@@ -50,6 +50,17 @@ def main():
             f.write("kind,ffn\nlayer,768\n")
         r = run(sim, bad)
         assert r.returncode == 2 and "expected the columns" in r.stderr, (r.returncode, r.stderr)
+        header = "kind,ffn,tokens_per_rank,schedule,pass,hop,layer_ms,compute_us,transfer_us\n"
+        for row, message in (("layer,abc,16384,ring-expert,,,18.9,,", "column ffn: expected an integer (got 'abc')"),
+                             ("layer,768,16384,ring-expert,,,0,,", "column layer_ms: must be > 0 (got '0')"),
+                             ("layer,768,16384,ring,,,18.9,,", "column schedule: must be ring-expert or ring-token"),
+                             ("hop,768,16384,ring-token,up,0,,5,", "column pass: must be fwd or bwd"),
+                             ("hop,768,16384,ring-token,fwd,0,,nan,", "column compute_us: must be >= 0 and finite")):
+            with open(bad, "w") as f:
+                f.write(header + row + "\n")
+            r = run(sim, bad)
+            assert r.returncode == 2 and "bad.csv: data row 1: " + message in r.stderr and not r.stdout, \
+                (row, r.returncode, r.stderr, r.stdout)
     print("compare_ring: the ring layers within their documented error; bad files refused")
 
 
