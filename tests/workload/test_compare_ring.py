@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """host/scripts/compare_ring.py: the simulated ring schedules on hgx-h200-x2 against the
 two-H200 measurements of 2026-11-29 (docs/results/multi-gpu.md). Holds the error that
-page documents: the four longer layers within 10 %, the two short ones (16,384 tokens at
-F 768, where moehub-gpu's router backward and counts exchange weigh most, neither in the
-simulated schedule) short by at most 25 %; and a missing or malformed measurement file
+page documents: the four longer layers within 5 %, the two short ones (16,384 tokens at
+F 768, where the host's cost of moehub-gpu's counts exchange weighs most) short by at
+most 20 %; and a missing or malformed measurement file
 ends with a clear message and exit 2.
 
   test_compare_ring.py MOEHUB_SIM"""
@@ -35,9 +35,9 @@ def main():
         assert len(layers) == 6, layers
         for l in layers:
             short = l["ffn"] == 768 and l["tokens_per_rank"] == 16384
-            bound = 0.25 if short else 0.10
+            bound = 0.20 if short else 0.05
             assert abs(l["error"]) <= bound, f"{l}: error beyond {bound:.0%}"
-            if short:  # short, not long: the missing pieces are extra work on the GPU
+            if short:  # short, not long: what the simulator leaves out is host time
                 assert l["error"] < 0, l
         # the markdown tables: six layers and the per-hop table
         assert sum(1 for line in r.stdout.splitlines() if re.match(r"\| \d+ \| [\d,]+ \| ring-", line)) == 6, r.stdout
