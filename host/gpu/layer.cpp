@@ -41,6 +41,12 @@ void validate(const LayerConfig& c) {
 }
 
 const char* to_string(RingAccum a) { return a == RingAccum::kBf16 ? "bf16" : "fp32"; }
+
+std::vector<std::pair<std::string, std::string>> ring_sim_settings(const LayerConfig& c) {
+  // the accumulators and the travelling gradient partitions share one element type here
+  const std::string elem = c.ring_accum == RingAccum::kBf16 ? "2" : "4";
+  return {{"ring_accum_bytes", elem}, {"ring_grad_bytes", elem}, {"ring_chunk_rows", std::to_string(c.hop_chunk_rows)}};
+}
 RingAccum parse_ring_accum(const std::string& s) {
   if (s == "fp32") return RingAccum::kFp32;
   if (s == "bf16") return RingAccum::kBf16;

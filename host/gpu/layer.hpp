@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_memory.hpp"
@@ -57,6 +58,10 @@ struct LayerConfig {
 };
 /// Throws std::invalid_argument naming the field and its allowed range.
 void validate(const LayerConfig&);
+/// The ring's settings as moehub-sim's schedule keys and values (ring_accum_bytes,
+/// ring_grad_bytes, ring_chunk_rows): what a trace records so that the simulator replays
+/// the same ring (--set schedule.KEY=VALUE).
+std::vector<std::pair<std::string, std::string>> ring_sim_settings(const LayerConfig&);
 
 /// The planner's problem for this configuration (moe_plan's default byte sizes).
 plan::MoeProblem plan_problem(const LayerConfig&);

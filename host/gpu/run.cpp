@@ -134,10 +134,7 @@ int cmd_run(const Args& a) {
     t.manifest.extra["adaptive_reason"] = choice.reason;
     // the ring's settings under the names of moehub-sim's schedule keys, so that the
     // simulator replays the same ring (--set schedule.ring_accum_bytes=... and so on)
-    const int ring_elem = c.ring_accum == RingAccum::kBf16 ? 2 : 4;
-    t.manifest.extra["ring_accum_bytes"] = std::to_string(ring_elem);
-    t.manifest.extra["ring_grad_bytes"] = std::to_string(ring_elem);
-    t.manifest.extra["ring_chunk_rows"] = std::to_string(c.hop_chunk_rows);
+    for (const auto& kv : ring_sim_settings(c)) t.manifest.extra[kv.first] = kv.second;
     std::ostringstream tl;
     tl << "{\"traceEvents\":[";
     bool first = true;

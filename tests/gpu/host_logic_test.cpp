@@ -289,6 +289,19 @@ namespace {
 
 using namespace moehub::gpu;
 
+// A trace records the ring's settings as the simulator's schedule keys
+// (docs/trace-format.md): the same element type for accumulators and gradient partitions.
+TEST(GpuTrace, RingSettingsAreTheSimulatorsScheduleKeys) {
+  LayerConfig c;
+  using KV = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(ring_sim_settings(c), (KV{{"ring_accum_bytes", "2"}, {"ring_grad_bytes", "2"}, {"ring_chunk_rows", "-1"}}));
+  c.ring_accum = RingAccum::kFp32;
+  c.hop_chunk_rows = 0;
+  EXPECT_EQ(ring_sim_settings(c), (KV{{"ring_accum_bytes", "4"}, {"ring_grad_bytes", "4"}, {"ring_chunk_rows", "0"}}));
+  c.hop_chunk_rows = 1024;
+  EXPECT_EQ(ring_sim_settings(c).back().second, "1024");
+}
+
 TEST(GpuModelShapes, ReadsTheModelConfigs) {
   const std::vector<std::string> names = model_names();
   for (const char* n : {"mixtral-8x7b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b"})
