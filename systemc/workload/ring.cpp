@@ -88,14 +88,24 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     if (N > 1) ops.push_back(collective_op("count_exchange", "count_exchange", 0));
     ops.push_back(host_sync_op("count_sync", "count_exchange"));
   }
-  // the first compute op after a pass waits for the pass's last transfer: the GPU harness
-  // ends a pass with its compute stream waiting for its copy stream
-  std::vector<int> copy_wait(G, -1);
+  // last_c: the latest op on the compute stream per GPU. A pass starts as the GPU harness's
+  // ring engine (host/gpu/ring_engine.cpp) starts one: its copy stream waits for everything
+  // on the compute stream so far, so the pass's first transfer waits for last_c as every
+  // later one does (the buffer it reuses). copy_wait: the pass ends with the compute stream
+  // waiting for the copy stream, so the first compute op after a pass waits for the pass's
+  // last transfer.
+  std::vector<int> last_c(G, -1), copy_wait(G, -1);
+  for (std::size_t g = 0; g < G; ++g) {
+    const std::vector<Op>& ops = s.ops[g];
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].stream == 0 && ops[i].kind != OpKind::kHostSync) last_c[g] = static_cast<int>(i);
+  }
   const auto push_compute = [&](std::size_t g, Op op) {
     if (copy_wait[g] >= 0) {
       op.after.push_back(copy_wait[g]);
       copy_wait[g] = -1;
     }
+    last_c[g] = static_cast<int>(s.ops[g].size());
     s.ops[g].push_back(std::move(op));
   };
 
@@ -110,16 +120,7 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
     // the pass's own kernels before its hops (accumulators zeroed)
     for (std::size_t g = 0; g < G; ++g)
       for (const plan::KernelStep& ks : steps.prologue[g]) push_compute(g, memory_op(pass + " " + ks.name, "ring_compute", ks.bytes));
-    // index of the latest C / X per GPU. The pass starts as the GPU harness's ring engine
-    // starts one (host/gpu/ring_engine.cpp): its copy stream waits for everything on the
-    // compute stream so far (the routing, the previous pass, this pass's prologue), so the
-    // pass's first transfer waits for the last compute op before it (last_c's start).
-    std::vector<int> last_c(G, -1), last_x(G, -1);
-    for (std::size_t g = 0; g < G; ++g) {
-      const std::vector<Op>& ops = s.ops[g];
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (ops[i].stream == 0 && ops[i].kind != OpKind::kHostSync) last_c[g] = static_cast<int>(i);
-    }
+    std::vector<int> last_x(G, -1);       // the latest transfer per GPU (-1 after a hop without one)
     std::vector<int> pass_last_x(G, -1);  // the pass's last transfer per GPU
     for (int h = 0; h <= N; ++h) {
       const std::vector<int> prev_x = last_x;  // X_{h-1}: brought this hop's partition
@@ -152,7 +153,8 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
       if (h == N) break;
       // C_h: the steps' kernels, chunk by chunk
       for (int g = 0; g < N; ++g) {
-        auto& ops = s.ops[static_cast<std::size_t>(g)];
+        const auto gi = static_cast<std::size_t>(g);
+        auto& ops = s.ops[gi];
         const plan::HopSteps& hs = steps.hops[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)];
         const std::string tag = pass + " hop " + std::to_string(h);
         const std::size_t first = ops.size();
@@ -167,24 +169,16 @@ Schedule build_ring(const ModelConfig& m, const Routing& r, const ExpertPlacemen
             if (k.is_gemm()) {
               std::vector<GemmShape> shapes;
               for (const plan::GemmDims& gd : k.gemms) shapes.push_back({gd.m, gd.n, gd.k});
-              ops.push_back(gemm_op(ctag + " " + k.name, "ring_compute", shapes));
+              push_compute(gi, gemm_op(ctag + " " + k.name, "ring_compute", shapes));
             } else {
-              ops.push_back(memory_op(ctag + " " + k.name, "ring_compute", k.bytes));
+              push_compute(gi, memory_op(ctag + " " + k.name, "ring_compute", k.bytes));
             }
-            if (after_wait) ops.back().after.push_back(last_x[static_cast<std::size_t>(g)]);
+            if (after_wait) ops.back().after.push_back(last_x[gi]);
             after_wait = false;
           }
         }
-        if (ops.size() == first) continue;  // nothing to compute (no rows, no experts)
         // the hop's first kernel waits for the transfer that brought its partition
-        if (h >= 1 && prev_x[static_cast<std::size_t>(g)] >= 0) ops[first].after.push_back(prev_x[static_cast<std::size_t>(g)]);
-        // the pass's first kernel waits for the transfers of the pass before it
-        int& before = copy_wait[static_cast<std::size_t>(g)];
-        if (before >= 0) {
-          ops[first].after.push_back(before);
-          before = -1;
-        }
-        last_c[static_cast<std::size_t>(g)] = static_cast<int>(ops.size()) - 1;
+        if (ops.size() > first && h >= 1 && prev_x[gi] >= 0) ops[first].after.push_back(prev_x[gi]);
       }
     }
     // the pass's end: its kernels after the last transfer (accumulators into the outputs)
