@@ -56,17 +56,16 @@ def hops(results, gpu=0):
 
 def check_rows(rows):
     """The first bad value of the measurement rows, as a message; None if all are good."""
-    def number(r, col, integer, allow_empty=False):
-        v = r[col] if r[col] is not None else ""
+    def number(r, col, integer, least, allow_empty=False):
+        v = r[col] or ""
         if allow_empty and v == "":
-            return None
+            return
         try:
             x = int(v) if integer else float(v)
         except ValueError:
             raise ValueError(f"column {col}: expected {'an integer' if integer else 'a number'} (got '{v}')")
-        if not x >= (1 if integer and col != "hop" else 0) or x != x or x == float("inf"):
-            raise ValueError(f"column {col}: must be {'>= 1' if integer and col != 'hop' else '>= 0 and finite'} (got '{v}')")
-        return x
+        if not (least <= x < float("inf")):  # also refuses nan
+            raise ValueError(f"column {col}: must be >= {least} and finite (got '{v}')")
 
     for n, r in enumerate(rows, start=1):
         try:
@@ -74,17 +73,18 @@ def check_rows(rows):
                 raise ValueError(f"column kind: must be layer or hop (got '{r['kind']}')")
             if r["schedule"] not in ("ring-expert", "ring-token"):
                 raise ValueError(f"column schedule: must be ring-expert or ring-token (got '{r['schedule']}')")
-            number(r, "ffn", True)
-            number(r, "tokens_per_rank", True)
+            number(r, "ffn", True, 1)
+            number(r, "tokens_per_rank", True, 1)
             if r["kind"] == "layer":
-                if not number(r, "layer_ms", False) > 0:
+                number(r, "layer_ms", False, 0)
+                if float(r["layer_ms"]) == 0:
                     raise ValueError(f"column layer_ms: must be > 0 (got '{r['layer_ms']}')")
             else:
                 if r["pass"] not in ("fwd", "bwd"):
                     raise ValueError(f"column pass: must be fwd or bwd (got '{r['pass']}')")
-                number(r, "hop", True)
-                number(r, "compute_us", False, allow_empty=True)
-                number(r, "transfer_us", False, allow_empty=True)
+                number(r, "hop", True, 0)
+                number(r, "compute_us", False, 0, allow_empty=True)
+                number(r, "transfer_us", False, 0, allow_empty=True)
         except ValueError as e:
             return f"data row {n}: {e}"
     return None
@@ -144,6 +144,7 @@ def main():
         print(f"\nmean absolute error {100 * sum(errs) / len(errs):.1f} % over {len(errs)} layers\n")
 
     hop_rows = [r for r in rows if r["kind"] == "hop"]
+    sim_hops = {key: hops(res) for key, res in sims.items()}
     for ffn, t in sorted({(int(r["ffn"]), int(r["tokens_per_rank"])) for r in hop_rows}):
         scheds = sorted({r["schedule"] for r in hop_rows if int(r["ffn"]) == ffn and int(r["tokens_per_rank"]) == t})
         print(f"Per hop, F {ffn}, {t:,} tokens per rank, rank 0 (measured / simulated, us):\n")
@@ -156,7 +157,7 @@ def main():
             for s in scheds:
                 meas = next((r for r in hop_rows if (int(r["ffn"]), int(r["tokens_per_rank"]), r["schedule"], r["pass"],
                                                      int(r["hop"])) == (ffn, t, s) + k), None)
-                sim = hops(sims[(ffn, t, s)]).get(k, [0.0, None])
+                sim = sim_hops[(ffn, t, s)].get(k, [0.0, None])
                 if meas is None:
                     cells += ["", ""]
                     continue

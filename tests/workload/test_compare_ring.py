@@ -55,7 +55,7 @@ def main():
                              ("layer,768,16384,ring-expert,,,0,,", "column layer_ms: must be > 0 (got '0')"),
                              ("layer,768,16384,ring,,,18.9,,", "column schedule: must be ring-expert or ring-token"),
                              ("hop,768,16384,ring-token,up,0,,5,", "column pass: must be fwd or bwd"),
-                             ("hop,768,16384,ring-token,fwd,0,,nan,", "column compute_us: must be >= 0 and finite")):
+                             ("hop,768,16384,ring-token,fwd,0,,nan,", "column compute_us: must be >= 0 and finite (got 'nan')")):
             with open(bad, "w") as f:
                 f.write(header + row + "\n")
             r = run(sim, bad)
