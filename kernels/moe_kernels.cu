@@ -91,21 +91,49 @@ __global__ void softmax_topk_kernel(const float* logits, std::int64_t tokens, in
   }
 }
 
-__global__ void router_backward_kernel(const std::int32_t* ids, const float* w, const float* dw,
-                                       std::int64_t tokens, int experts, int top_k, float* dl) {
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= tokens) return;
-  float s = 0.f;
-  for (int j = 0; j < top_k; ++j) s += w[t * top_k + j] * dw[t * top_k + j];
-  for (int e = 0; e < experts; ++e) dl[t * experts + e] = 0.f;
-  for (int j = 0; j < top_k; ++j) {
-    const int e = ids[t * top_k + j];
-    dl[t * experts + e] = w[t * top_k + j] * (dw[t * top_k + j] - s);
+// One warp per token, so that the row of d_logits is written coalesced (one thread per
+// token wrote 32 rows a column at a time: one sector per value). Every lane sums
+// w_j * dw_j in slot order, as the one thread per token did; lane j < top_k holds slot
+// j, and each expert's value is taken from the last slot naming it.
+__global__ void router_backward_kernel(const std::int32_t* __restrict__ ids, const float* __restrict__ w,
+                                       const float* __restrict__ dw, std::int64_t tokens, int experts,
+                                       int top_k, float* __restrict__ dl) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; t < tokens;
+       t += warps) {
+    const std::int64_t b = t * top_k;
+    float s = 0.f;
+    for (int j = 0; j < top_k; ++j) s += w[b + j] * dw[b + j];
+    int my_id = -1;
+    float my_v = 0.f;
+    if (lane < top_k) {
+      my_id = ids[b + lane];
+      my_v = w[b + lane] * (dw[b + lane] - s);
+    }
+    for (int e0 = 0; e0 < experts; e0 += 32) {
+      const int e = e0 + lane;
+      float v = 0.f;
+      for (int j = 0; j < top_k; ++j) {
+        const int id = __shfl_sync(0xffffffffu, my_id, j);
+        const float x = __shfl_sync(0xffffffffu, my_v, j);
+        if (id == e) v = x;
+      }
+      if (e < experts) dl[t * experts + e] = v;
+    }
   }
 }
 
 // ---- permutation ----------------------------------------------------------------------
-__global__ void count_kernel(const std::int32_t* ids, std::int64_t n, int experts, std::int32_t* counts) {
+// Pairs a block takes per round: kPermuteItems per thread of kPermuteThreads.
+constexpr int kPermuteThreads = 256;
+constexpr int kPermuteItems = 4;
+constexpr std::int64_t kPermuteTile = static_cast<std::int64_t>(kPermuteThreads) * kPermuteItems;
+
+// Per-expert counts: a histogram per block in shared memory, then one global atomic per
+// block and expert.
+__global__ void count_kernel(const std::int32_t* __restrict__ ids, std::int64_t n, int experts,
+                             std::int32_t* __restrict__ counts) {
   extern __shared__ std::int32_t hist[];
   for (int e = threadIdx.x; e < experts; e += blockDim.x) hist[e] = 0;
   __syncthreads();
@@ -118,25 +146,77 @@ __global__ void count_kernel(const std::int32_t* ids, std::int64_t n, int expert
     if (hist[e]) atomicAdd(&counts[e], hist[e]);
 }
 
-__global__ void scan_kernel(const std::int32_t* counts, int experts, std::int32_t* offsets,
-                            std::int32_t* cursor) {
-  if (threadIdx.x != 0) return;
-  std::int32_t acc = 0;
-  for (int e = 0; e < experts; ++e) {
+// Exclusive prefix sum of the counts in one block: each thread sums a run of consecutive
+// experts, the block scans those sums (warp shuffles, then the warps' totals), and each
+// thread writes its run. (One thread walking the experts waited for one global load per
+// expert: tens of microseconds at 128 experts.)
+__global__ void scan_kernel(const std::int32_t* __restrict__ counts, int experts, std::int32_t* __restrict__ offsets,
+                            std::int32_t* __restrict__ cursor) {
+  __shared__ std::int32_t warp_sum[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  const int per = (experts + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+  const int lo = min(experts, static_cast<int>(threadIdx.x) * per), hi = min(experts, lo + per);
+  std::int32_t mine = 0;
+  for (int e = lo; e < hi; ++e) mine += counts[e];
+  std::int32_t incl = mine;  // inclusive scan over the warp
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::int32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  if (lane == 31) warp_sum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    std::int32_t x = lane < nwarps ? warp_sum[lane] : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::int32_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o) x += y;
+    }
+    warp_sum[lane] = x;  // inclusive over the warps
+  }
+  __syncthreads();
+  std::int32_t acc = incl - mine + (warp > 0 ? warp_sum[warp - 1] : 0);
+  for (int e = lo; e < hi; ++e) {
     offsets[e] = acc;
     cursor[e] = acc;
     acc += counts[e];
   }
-  offsets[experts] = acc;
+  if (threadIdx.x == blockDim.x - 1) offsets[experts] = acc;  // the last run ends at the total
 }
 
-__global__ void place_kernel(const std::int32_t* ids, std::int64_t n, std::int32_t* cursor,
-                             std::int32_t* pair_src, std::int32_t* pair_pos) {
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int32_t pos = atomicAdd(&cursor[ids[i]], 1);
-    pair_src[pos] = static_cast<std::int32_t>(i);
-    pair_pos[i] = pos;
+// Places kPermuteTile pairs per block and round: their ranks within the block come from a
+// shared-memory histogram, and the block reserves each expert's run of positions with one
+// global atomic (instead of one global atomic per pair, all of them queued on the
+// experts' counters).
+__global__ void place_kernel(const std::int32_t* __restrict__ ids, std::int64_t n, int experts,
+                             std::int32_t* __restrict__ cursor, std::int32_t* __restrict__ pair_src,
+                             std::int32_t* __restrict__ pair_pos) {
+  extern __shared__ std::int32_t sh[];
+  std::int32_t* hist = sh;
+  std::int32_t* base = sh + experts;
+  for (std::int64_t start = static_cast<std::int64_t>(blockIdx.x) * kPermuteTile; start < n;
+       start += static_cast<std::int64_t>(gridDim.x) * kPermuteTile) {
+    for (int e = threadIdx.x; e < experts; e += blockDim.x) hist[e] = 0;
+    __syncthreads();
+    std::int32_t id[kPermuteItems], rank[kPermuteItems];
+#pragma unroll
+    for (int k = 0; k < kPermuteItems; ++k) {
+      const std::int64_t i = start + static_cast<std::int64_t>(k) * blockDim.x + threadIdx.x;
+      id[k] = i < n ? ids[i] : -1;
+      rank[k] = id[k] >= 0 ? atomicAdd(&hist[id[k]], 1) : 0;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < experts; e += blockDim.x)
+      if (hist[e]) base[e] = atomicAdd(&cursor[e], hist[e]);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPermuteItems; ++k) {
+      const std::int64_t i = start + static_cast<std::int64_t>(k) * blockDim.x + threadIdx.x;
+      if (id[k] < 0) continue;
+      const std::int32_t pos = base[id[k]] + rank[k];
+      pair_src[pos] = static_cast<std::int32_t>(i);
+      pair_pos[i] = pos;
+    }
+    __syncthreads();  // base and hist are rewritten by the next round
   }
 }
 
@@ -360,8 +440,10 @@ cudaError_t softmax_topk(const float* logits, std::int64_t tokens, int experts, 
 cudaError_t router_backward(const std::int32_t* topk_ids, const float* topk_weights,
                             const float* d_topk_weights, std::int64_t tokens, int experts,
                             int top_k, float* d_logits, cudaStream_t stream) {
+  if (top_k < 1 || top_k > 32 || experts < 1) return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  router_backward_kernel<<<grid_for(tokens, 128, 1LL << 30), 128, 0, stream>>>(
+  const int warps = 8;
+  router_backward_kernel<<<grid_for(tokens, warps, 1LL << 30), warps * 32, 0, stream>>>(
       topk_ids, topk_weights, d_topk_weights, tokens, experts, top_k, d_logits);
   return cudaGetLastError();
 }
@@ -370,15 +452,18 @@ cudaError_t permute_pairs(const std::int32_t* topk_ids, std::int64_t tokens, int
                           int experts, std::int32_t* counts, std::int32_t* offsets,
                           std::int32_t* pair_src, std::int32_t* pair_pos,
                           std::int32_t* scratch, cudaStream_t stream) {
+  if (experts < 1 || experts > kMaxPermuteExperts) return cudaErrorInvalidValue;
   const std::int64_t n = tokens * top_k;
   cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(std::int32_t) * static_cast<std::size_t>(experts), stream);
   if (e != cudaSuccess) return e;
+  const auto ex = static_cast<std::size_t>(experts);
+  const unsigned blocks = grid_for(n, static_cast<int>(kPermuteTile), 1024);
+  if (n > 0) count_kernel<<<blocks, kPermuteThreads, sizeof(std::int32_t) * ex, stream>>>(topk_ids, n, experts, counts);
+  scan_kernel<<<1, 1024, 0, stream>>>(counts, experts, offsets, scratch);
   if (n > 0) {
-    count_kernel<<<grid_for(n, 256, 1024), 256, sizeof(std::int32_t) * static_cast<std::size_t>(experts), stream>>>(
-        topk_ids, n, experts, counts);
+    place_kernel<<<blocks, kPermuteThreads, 2 * sizeof(std::int32_t) * ex, stream>>>(topk_ids, n, experts, scratch,
+                                                                                    pair_src, pair_pos);
   }
-  scan_kernel<<<1, 32, 0, stream>>>(counts, experts, offsets, scratch);
-  if (n > 0) place_kernel<<<grid_for(n, 256, 4096), 256, 0, stream>>>(topk_ids, n, scratch, pair_src, pair_pos);
   return cudaGetLastError();
 }
 

@@ -18,6 +18,10 @@ namespace moehub::kernels {
 
 using bf16_t = std::uint16_t;  ///< raw bits of one bfloat16 value
 
+/// The most experts permute_pairs takes (its kernels keep two int32 words per expert in
+/// 48 KiB of shared memory).
+constexpr int kMaxPermuteExperts = 6144;
+
 /// Softmax over each row of fp32 logits [tokens][experts], then the top_k experts per
 /// row (descending probability, ties -> lower id) and their renormalised weights.
 /// Requires experts <= 1024 and top_k <= 32.
@@ -27,6 +31,7 @@ cudaError_t softmax_topk(const float* logits, std::int64_t tokens, int experts, 
 
 /// d_logits[t][e] = w_e * (dw_e - sum_j w_j dw_j) for the selected e, 0 otherwise
 /// (backward of the renormalised top-k softmax; selection is piecewise constant).
+/// Requires top_k <= 32.
 cudaError_t router_backward(const std::int32_t* topk_ids, const float* topk_weights,
                             const float* d_topk_weights, std::int64_t tokens, int experts,
                             int top_k, float* d_logits, cudaStream_t stream);
@@ -34,6 +39,7 @@ cudaError_t router_backward(const std::int32_t* topk_ids, const float* topk_weig
 /// Device-side permutation of the pairs by expert: counts [experts] (int32),
 /// offsets [experts + 1], pair_src / pair_pos [tokens * top_k]. `scratch` needs
 /// experts int32 words. The order of pairs inside one expert is unspecified.
+/// Requires 1 <= experts <= kMaxPermuteExperts (shared memory of two words per expert).
 cudaError_t permute_pairs(const std::int32_t* topk_ids, std::int64_t tokens, int top_k,
                           int experts, std::int32_t* counts, std::int32_t* offsets,
                           std::int32_t* pair_src, std::int32_t* pair_pos,

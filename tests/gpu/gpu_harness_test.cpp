@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "gemm.hpp"
 #include "grouped_gemm.hpp"
 #include "layer.hpp"
+#include "moe_kernels.hpp"
 #include "schedule.hpp"
 
 namespace {
@@ -242,6 +244,155 @@ float bf16_to_float(std::uint16_t b) {
 // kind of tail: groups of 0, 1, 127..129 and 300 rows, n and k that are not multiples of
 // the 256 x 64 tile, both B layouts. Rows of C outside the groups (a guard band after the
 // last group) must stay untouched.
+// Routing ids for the kernel tests: uniform over the experts (distinct per token), or
+// every token's first slot on expert 0 and the rest on the next experts (a hot expert).
+std::vector<std::int32_t> test_ids(std::int64_t tokens, int experts, int top_k, bool hot, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * top_k));
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(experts));
+  for (int e = 0; e < experts; ++e) perm[static_cast<std::size_t>(e)] = e;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    if (!hot) std::shuffle(perm.begin(), perm.end(), rng);
+    for (int j = 0; j < top_k; ++j) ids[static_cast<std::size_t>(t * top_k + j)] = perm[static_cast<std::size_t>(j)];
+  }
+  return ids;
+}
+
+template <typename T>
+std::vector<T> to_host(const T* d, std::size_t n) {
+  std::vector<T> h(n);
+  if (n) {
+    EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  return h;
+}
+
+TEST(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
+  namespace k = moehub::kernels;
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  struct Case {
+    std::int64_t tokens;
+    int experts, top_k;
+    bool hot;
+  };
+  // 0 and 1 token; a partial last round of a block (1,000 x 3 pairs); many rounds and
+  // blocks (16,384 x 8); 1,024 experts (a run of one expert per scan thread); 1 expert
+  for (const Case c : {Case{0, 8, 2, false}, Case{1, 8, 2, false}, Case{1000, 7, 3, false}, Case{16384, 128, 8, false},
+                       Case{16384, 128, 8, true}, Case{3000, 1024, 8, false}, Case{5000, 1, 1, false}}) {
+    SCOPED_TRACE(testing::Message() << c.tokens << " tokens, " << c.experts << " experts, top-" << c.top_k
+                                    << (c.hot ? ", hot expert" : ""));
+    const std::vector<std::int32_t> ids = test_ids(c.tokens, c.experts, c.top_k, c.hot, 11);
+    const std::size_t n = ids.size(), E = static_cast<std::size_t>(c.experts);
+    std::int32_t *d_ids, *counts, *offsets, *src, *pos, *scratch;
+    ASSERT_EQ(cudaMalloc(&d_ids, n * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&counts, E * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&offsets, E * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&src, n * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&pos, n * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&scratch, E * 4), cudaSuccess);
+    if (n) {
+      ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    ASSERT_EQ(cudaMemset(offsets, 0xFF, E * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMemset(src, 0xFF, n * 4 + 4), cudaSuccess);
+    ASSERT_EQ(cudaMemset(pos, 0xFF, n * 4 + 4), cudaSuccess);
+    ASSERT_EQ(k::permute_pairs(d_ids, c.tokens, c.top_k, c.experts, counts, offsets, src, pos, scratch, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const auto h_counts = to_host(counts, E), h_off = to_host(offsets, E + 1);
+    const auto h_src = to_host(src, n), h_pos = to_host(pos, n);
+    std::vector<std::int32_t> want(E, 0);
+    for (const auto e : ids) ++want[static_cast<std::size_t>(e)];
+    EXPECT_EQ(h_counts, want);
+    std::int32_t acc = 0;
+    for (std::size_t e = 0; e <= E; ++e) {
+      ASSERT_EQ(h_off[e], acc) << "offsets[" << e << "]";
+      if (e < E) acc += want[e];
+    }
+    // pair_src is a permutation of the pairs that lists them by expert, pair_pos its inverse
+    std::vector<char> seen(n, 0);
+    for (std::size_t p = 0; p < n; ++p) {
+      const std::int32_t i = h_src[p];
+      ASSERT_TRUE(i >= 0 && static_cast<std::size_t>(i) < n) << "pair_src[" << p << "] = " << i;
+      ASSERT_FALSE(seen[static_cast<std::size_t>(i)]) << "pair " << i << " placed twice";
+      seen[static_cast<std::size_t>(i)] = 1;
+      const auto e = static_cast<std::size_t>(ids[static_cast<std::size_t>(i)]);
+      ASSERT_TRUE(static_cast<std::int32_t>(p) >= h_off[e] && static_cast<std::int32_t>(p) < h_off[e + 1])
+          << "pair " << i << " of expert " << e << " at position " << p;
+      ASSERT_EQ(h_pos[static_cast<std::size_t>(i)], static_cast<std::int32_t>(p));
+    }
+    for (auto* p : {d_ids, counts, offsets, src, pos, scratch}) cudaFree(p);
+  }
+  // beyond the shared memory the kernels use: refused, nothing launched
+  EXPECT_EQ(k::permute_pairs(nullptr, 1, 1, k::kMaxPermuteExperts + 1, nullptr, nullptr, nullptr, nullptr, nullptr, s),
+            cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+}
+
+TEST(GpuKernels, RouterBackwardMatchesTheFormula) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
+  namespace k = moehub::kernels;
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  struct Case {
+    std::int64_t tokens;
+    int experts, top_k;
+  };
+  // experts not a multiple of 32, fewer than 32, exactly top_k; top-32 (every lane a slot)
+  for (const Case c : {Case{1, 8, 2}, Case{777, 100, 6}, Case{4096, 128, 8}, Case{300, 5, 5}, Case{64, 64, 32}}) {
+    SCOPED_TRACE(testing::Message() << c.tokens << " tokens, " << c.experts << " experts, top-" << c.top_k);
+    const std::vector<std::int32_t> ids = test_ids(c.tokens, c.experts, c.top_k, false, 5);
+    const std::size_t n = ids.size(), TE = static_cast<std::size_t>(c.tokens * c.experts);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> w(n), dw(n);
+    for (auto& x : w) x = u(rng);
+    for (auto& x : dw) x = u(rng);
+    std::int32_t* d_ids;
+    float *d_w, *d_dw, *d_dl;
+    ASSERT_EQ(cudaMalloc(&d_ids, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_w, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_dw, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_dl, TE * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_w, w.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_dw, dw.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d_dl, 0xFF, TE * 4), cudaSuccess);  // NaN: every value must be written
+    ASSERT_EQ(k::router_backward(d_ids, d_w, d_dw, c.tokens, c.experts, c.top_k, d_dl, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const auto got = to_host(d_dl, TE);
+    for (std::int64_t t = 0; t < c.tokens; ++t) {
+      // in double; the kernel's fp32 sum may use fused multiply-adds, so within 1e-5 (the
+      // values are below 2 * top_k in magnitude); experts not selected must be exactly 0
+      double sum = 0.0;
+      for (int j = 0; j < c.top_k; ++j) {
+        const auto i = static_cast<std::size_t>(t * c.top_k + j);
+        sum += static_cast<double>(w[i]) * dw[i];
+      }
+      std::vector<double> row(static_cast<std::size_t>(c.experts), 0.0);
+      std::vector<char> sel(static_cast<std::size_t>(c.experts), 0);
+      for (int j = 0; j < c.top_k; ++j) {
+        const auto i = static_cast<std::size_t>(t * c.top_k + j);
+        row[static_cast<std::size_t>(ids[i])] = w[i] * (dw[i] - sum);
+        sel[static_cast<std::size_t>(ids[i])] = 1;
+      }
+      for (int e = 0; e < c.experts; ++e) {
+        const float g = got[static_cast<std::size_t>(t * c.experts + e)];
+        if (!sel[static_cast<std::size_t>(e)]) {
+          ASSERT_EQ(g, 0.0f) << "token " << t << ", expert " << e << " (not selected)";
+        } else {
+          ASSERT_NEAR(g, row[static_cast<std::size_t>(e)], 1e-5) << "token " << t << ", expert " << e;
+        }
+      }
+    }
+    for (void* p : {static_cast<void*>(d_ids), static_cast<void*>(d_w), static_cast<void*>(d_dw), static_cast<void*>(d_dl)})
+      cudaFree(p);
+  }
+  EXPECT_EQ(k::router_backward(nullptr, nullptr, nullptr, 1, 64, 33, nullptr, s), cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+}
+
 TEST(GpuGemm, WgmmaMatchesCublas) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the GEMM checks run only on a GPU machine";
   int dev = 0, major = 0, minor = 0;
