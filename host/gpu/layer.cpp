@@ -253,9 +253,14 @@ void MoeLayer::exchange_counts() {
     send.push_back(r->counts);
     streams.push_back(r->comp);
   }
+  // On the GPU's timeline the exchange is the gap it leaves on the compute stream: from the
+  // end of the routing kernels before it (the begin event) to the host's return (the end
+  // event, recorded when the host may launch again; the stream is idle by then).
+  for (auto& r : ranks_) phase_begin(*r, "counts_exchange", "host", r->comp);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<char> all = tr_.all_gather_host(send, sizeof(std::int32_t) * static_cast<std::size_t>(cfg_.experts), streams);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& r : ranks_) phase_end(*r, "counts_exchange", r->comp);
   for (auto& r : ranks_) {
     std::vector<std::int32_t> counts(all.size() / sizeof(std::int32_t));
     std::memcpy(counts.data(), all.data(), all.size());

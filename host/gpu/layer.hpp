@@ -189,7 +189,9 @@ class MoeLayer {
   /// Router (logits, softmax, top-k) and the permutation into expert order, every rank.
   void route();
   /// All-gathers the routing counts into every rank's count_matrix: the layer's one host
-  /// synchronisation (timed as counts_exchange_host_sync). Schedules that need host row
+  /// synchronisation, timed twice: counts_exchange_host_sync is the host's wall time in the
+  /// call (its wait for the routing kernels included), counts_exchange the gap it leaves
+  /// on the GPU (routing done to host back). Schedules that need host row
   /// counts (cuBLAS, the ring's hop sizes) call it after route().
   void exchange_counts();
   /// The ring engine (ring_engine.hpp): every hop of one pass over all local ranks.
