@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -124,6 +124,13 @@ for s in "$@"; do
       stage rank_failure 400 scripts/gpu/rank_failure.sh "$BIN" ;;
     tests)
       stage ctest 200 ctest --test-dir build/gpu -L gpu --output-on-failure ;;
+    sanitize-kernels)  # memcheck and racecheck on the layer kernels' own tests
+      stage memcheck_kernels 200 compute-sanitizer --tool memcheck --error-exitcode 9 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuKernels.*'
+      stage racecheck_kernels 300 compute-sanitizer --tool racecheck --error-exitcode 9 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuKernels.*' ;;
+    small-kernels)  # the ring layer's work around its passes at several sizes ($OUT/small_kernels.csv); with BASE_DIR, that build's beside this one's
+      base=""
+      [ -n "${BASE_DIR:-}" ] && base="$BASE_DIR/$BIN"
+      stage small_kernels 500 bash -c "scripts/gpu/small_kernels.sh $BIN $base > '$OUT/small_kernels.csv'" ;;
     *) echo "unknown stage $s" ;;
   esac
 done
