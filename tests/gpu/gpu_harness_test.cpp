@@ -258,6 +258,13 @@ std::vector<std::int32_t> test_ids(std::int64_t tokens, int experts, int top_k, 
   return ids;
 }
 
+/// One shape of the layer kernels' tests.
+struct KernelCase {
+  std::int64_t tokens;
+  int experts, top_k;
+  bool hot = false;  ///< test_ids' hot expert
+};
+
 template <typename T>
 std::vector<T> to_host(const T* d, std::size_t n) {
   std::vector<T> h(n);
@@ -272,15 +279,10 @@ TEST(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
   namespace k = moehub::kernels;
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
-  struct Case {
-    std::int64_t tokens;
-    int experts, top_k;
-    bool hot;
-  };
   // 0 and 1 token; a partial last round of a block (1,000 x 3 pairs); many rounds and
   // blocks (16,384 x 8); 1,024 experts (a run of one expert per scan thread); 1 expert
-  for (const Case c : {Case{0, 8, 2, false}, Case{1, 8, 2, false}, Case{1000, 7, 3, false}, Case{16384, 128, 8, false},
-                       Case{16384, 128, 8, true}, Case{3000, 1024, 8, false}, Case{5000, 1, 1, false}}) {
+  for (const KernelCase c : {KernelCase{0, 8, 2}, KernelCase{1, 8, 2}, KernelCase{1000, 7, 3}, KernelCase{16384, 128, 8},
+                             KernelCase{16384, 128, 8, true}, KernelCase{3000, 1024, 8}, KernelCase{5000, 1, 1}}) {
     SCOPED_TRACE(testing::Message() << c.tokens << " tokens, " << c.experts << " experts, top-" << c.top_k
                                     << (c.hot ? ", hot expert" : ""));
     const std::vector<std::int32_t> ids = test_ids(c.tokens, c.experts, c.top_k, c.hot, 11);
@@ -335,12 +337,9 @@ TEST(GpuKernels, RouterBackwardMatchesTheFormula) {
   namespace k = moehub::kernels;
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
-  struct Case {
-    std::int64_t tokens;
-    int experts, top_k;
-  };
   // experts not a multiple of 32, fewer than 32, exactly top_k; top-32 (every lane a slot)
-  for (const Case c : {Case{1, 8, 2}, Case{777, 100, 6}, Case{4096, 128, 8}, Case{300, 5, 5}, Case{64, 64, 32}}) {
+  for (const KernelCase c :
+       {KernelCase{1, 8, 2}, KernelCase{777, 100, 6}, KernelCase{4096, 128, 8}, KernelCase{300, 5, 5}, KernelCase{64, 64, 32}}) {
     SCOPED_TRACE(testing::Message() << c.tokens << " tokens, " << c.experts << " experts, top-" << c.top_k);
     const std::vector<std::int32_t> ids = test_ids(c.tokens, c.experts, c.top_k, false, 5);
     const std::size_t n = ids.size(), TE = static_cast<std::size_t>(c.tokens * c.experts);
