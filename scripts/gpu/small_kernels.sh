@@ -5,22 +5,27 @@
 # run on stdout; with a second binary (another build) the two alternate size by size.
 #   scripts/gpu/small_kernels.sh BIN [BIN_BASE]
 # EPS (default "1 2": one rank alone, two folded on one GPU) and TOKENS (default "2048 4096
-# 8192 16384 32768 49152") choose the runs; the ring is the one of the two-GPU measurements
-# (docs/results/multi-gpu.md): ring-expert, fp32 accumulators, whole hops, Qwen3's shape.
+# 8192 16384 32768 49152") and SCHEDULES (default ring-expert) choose the runs; the ring is
+# the one of the two-GPU measurements (docs/results/multi-gpu.md): fp32 accumulators, whole
+# hops, Qwen3's shape. host_issue_us: when the host had launched everything (near the layer
+# time, the host sets the pace).
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 BIN [BIN_BASE]" >&2; exit 2; }
 BINS=("$1")
 NAMES=(new)
 if [ $# -ge 2 ]; then BINS+=("$2"); NAMES+=(base); fi
-echo "build,ep,tokens_per_rank,router_us,permute_us,counts_exchange_gap_us,counts_exchange_host_us,router_backward_us,layer_us"
-for ep in ${EPS:-1 2}; do
-  for t in ${TOKENS:-2048 4096 8192 16384 32768 49152}; do
-    for i in "${!BINS[@]}"; do
-      out=$("${BINS[$i]}" run --schedule ring-expert --ep "$ep" --tokens "$t" --iters 5 --ring-accum fp32 \
-            --hop-chunk-rows 0 2>&1) || { echo "${NAMES[$i]},$ep,$t,FAILED" ; echo "$out" | tail -5 >&2; continue; }
-      ph() { echo "$out" | sed -n "s/^ *phase $1 *median over ranks *\([0-9.]*\) us.*/\1/p" | head -1; }
-      layer=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) us over.*/\1/p' | head -1)
-      echo "${NAMES[$i]},$ep,$t,$(ph router),$(ph permute),$(ph counts_exchange),$(ph counts_exchange_host_sync),$(ph router_backward),$layer"
+echo "build,schedule,ep,tokens_per_rank,router_us,permute_us,counts_exchange_gap_us,counts_exchange_host_us,router_backward_us,layer_us,host_issue_us"
+for sched in ${SCHEDULES:-ring-expert}; do
+  for ep in ${EPS:-1 2}; do
+    for t in ${TOKENS:-2048 4096 8192 16384 32768 49152}; do
+      for i in "${!BINS[@]}"; do
+        out=$("${BINS[$i]}" run --schedule "$sched" --ep "$ep" --tokens "$t" --iters 5 --ring-accum fp32 \
+              --hop-chunk-rows 0 2>&1) || { echo "${NAMES[$i]},$sched,$ep,$t,FAILED" ; echo "$out" | tail -5 >&2; continue; }
+        ph() { echo "$out" | sed -n "s/^ *phase $1 *median over ranks *\([0-9.]*\) us.*/\1/p" | head -1; }
+        layer=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) us over.*/\1/p' | head -1)
+        issue=$(echo "$out" | sed -n 's/.*host done launching after median \([0-9.]*\) us.*/\1/p' | head -1)
+        echo "${NAMES[$i]},$sched,$ep,$t,$(ph router),$(ph permute),$(ph counts_exchange),$(ph counts_exchange_host_sync),$(ph router_backward),$layer,$issue"
+      done
     done
   done
 done
