@@ -8,7 +8,8 @@
 # 8192 16384 32768 49152") and SCHEDULES (default ring-expert) choose the runs; the ring is
 # the one of the two-GPU measurements (docs/results/multi-gpu.md): fp32 accumulators, whole
 # hops, Qwen3's shape. host_issue_us: when the host had launched everything (near the layer
-# time, the host sets the pace).
+# time, the host sets the pace). EXTRA: more `run` arguments for every run (say "--gemm
+# streams --ffn 2048").
 set -u
 [ $# -ge 1 ] || { echo "usage: $0 BIN [BIN_BASE]" >&2; exit 2; }
 BINS=("$1")
@@ -20,7 +21,7 @@ for sched in ${SCHEDULES:-ring-expert}; do
     for t in ${TOKENS:-2048 4096 8192 16384 32768 49152}; do
       for i in "${!BINS[@]}"; do
         out=$("${BINS[$i]}" run --schedule "$sched" --ep "$ep" --tokens "$t" --iters 5 --ring-accum fp32 \
-              --hop-chunk-rows 0 2>&1) || { echo "${NAMES[$i]},$sched,$ep,$t,FAILED" ; echo "$out" | tail -5 >&2; continue; }
+              --hop-chunk-rows 0 ${EXTRA:-} 2>&1) || { echo "${NAMES[$i]},$sched,$ep,$t,FAILED" ; echo "$out" | tail -5 >&2; continue; }
         ph() { echo "$out" | sed -n "s/^ *phase $1 *median over ranks *\([0-9.]*\) us.*/\1/p" | head -1; }
         layer=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) us over.*/\1/p' | head -1)
         issue=$(echo "$out" | sed -n 's/.*host done launching after median \([0-9.]*\) us.*/\1/p' | head -1)
