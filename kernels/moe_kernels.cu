@@ -45,43 +45,67 @@ unsigned grid_for(std::int64_t n, int block, std::int64_t cap = 65535LL * 16) {
 
 // ---- router ---------------------------------------------------------------------------
 // One warp per token: softmax over `experts` logits held 32 per lane-round, then top_k
-// rounds of warp argmax (ties -> lower id).
-__global__ void softmax_topk_kernel(const float* logits, std::int64_t tokens, int experts,
-                                    int top_k, float* probs, std::int32_t* ids, float* weights) {
+// rounds of warp argmax (ties -> lower id). Lane l keeps experts l, l + 32, ... in
+// registers (kPerLane of them, the fewest that cover `experts`; at most 32: experts <=
+// 1024), so the rounds read no memory and compare only the experts there are; a chosen
+// expert's probability is replaced by kTaken, below every candidate. The sums and
+// comparisons are those of reading the probabilities back from memory, in the same order.
+template <int kPerLane>
+__global__ void softmax_topk_kernel(const float* __restrict__ logits, std::int64_t tokens, int experts,
+                                    int top_k, float* __restrict__ probs, std::int32_t* __restrict__ ids,
+                                    float* __restrict__ weights) {
+  constexpr float kNone = -1.f, kTaken = -2.f;
   const int lane = threadIdx.x & 31;
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (t >= tokens) return;
   const float* row = logits + t * experts;
+  float v[kPerLane];
   float mx = -INFINITY;
-  for (int e = lane; e < experts; e += 32) mx = fmaxf(mx, row[e]);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    v[i] = e < experts ? row[e] : -INFINITY;
+    mx = fmaxf(mx, v[i]);
+  }
   for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   float sum = 0.f;
-  for (int e = lane; e < experts; e += 32) sum += __expf(row[e] - mx);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (lane + 32 * i < experts) sum += __expf(v[i] - mx);
   for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   const float inv = 1.0f / sum;
-  for (int e = lane; e < experts; e += 32) probs[t * experts + e] = __expf(row[e] - mx) * inv;
-  __syncwarp();
-  // top-k over the probabilities just written (re-read: lanes own strided experts)
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    if (e < experts) {
+      v[i] = __expf(v[i] - mx) * inv;
+      probs[t * experts + e] = v[i];
+    } else {
+      v[i] = kTaken;
+    }
+  }
   float sel_sum = 0.f;
-  float my_sel_p = 0.f;   // lane j holds slot j's probability
+  float my_sel_p = 0.f;  // lane j holds slot j's probability
   int my_sel_id = 0;
-  int chosen[32];
   for (int j = 0; j < top_k; ++j) {
-    float best = -1.f;
+    float best = kNone;
     int best_id = 0x7fffffff;
-    for (int e = lane; e < experts; e += 32) {
-      bool used = false;
-      for (int i = 0; i < j; ++i) used |= (chosen[i] == e);
-      if (used) continue;
-      const float p = probs[t * experts + e];
-      if (p > best || (p == best && e < best_id)) { best = p; best_id = e; }
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (v[i] > best || (v[i] == best && e < best_id)) {
+        best = v[i];
+        best_id = e;
+      }
     }
     for (int o = 16; o; o >>= 1) {
       const float ob = __shfl_xor_sync(0xffffffffu, best, o);
       const int oi = __shfl_xor_sync(0xffffffffu, best_id, o);
       if (ob > best || (ob == best && oi < best_id)) { best = ob; best_id = oi; }
     }
-    chosen[j] = best_id;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (lane + 32 * i == best_id) v[i] = kTaken;
     sel_sum += best;
     if (lane == j) { my_sel_p = best; my_sel_id = best_id; }
   }
@@ -432,8 +456,16 @@ cudaError_t softmax_topk(const float* logits, std::int64_t tokens, int experts, 
   if (experts > 1024 || top_k > 32 || top_k > experts || top_k < 1) return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const int warps = 8;
-  softmax_topk_kernel<<<grid_for(tokens, warps, 1LL << 30), warps * 32, 0, stream>>>(
-      logits, tokens, experts, top_k, probs, topk_ids, topk_weights);
+  const unsigned grid = grid_for(tokens, warps, 1LL << 30);
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, warps * 32, 0, stream>>>(logits, tokens, experts, top_k, probs, topk_ids, topk_weights);
+  };
+  if (experts <= 32) launch(softmax_topk_kernel<1>);
+  else if (experts <= 64) launch(softmax_topk_kernel<2>);
+  else if (experts <= 128) launch(softmax_topk_kernel<4>);
+  else if (experts <= 256) launch(softmax_topk_kernel<8>);
+  else if (experts <= 512) launch(softmax_topk_kernel<16>);
+  else launch(softmax_topk_kernel<32>);
   return cudaGetLastError();
 }
 

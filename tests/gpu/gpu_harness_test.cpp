@@ -332,6 +332,64 @@ TEST(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
   cudaStreamDestroy(s);
 }
 
+TEST(GpuKernels, SoftmaxTopkPicksTheLargestProbabilities) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
+  namespace k = moehub::kernels;
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  // fewer experts than lanes, not a multiple of 32, the published 128, the most (1,024);
+  // top-1 to top-32
+  for (const KernelCase c : {KernelCase{5, 5, 5}, KernelCase{300, 20, 3}, KernelCase{777, 100, 6},
+                             KernelCase{4096, 128, 8}, KernelCase{64, 1024, 32}, KernelCase{200, 64, 1}}) {
+    SCOPED_TRACE(testing::Message() << c.tokens << " tokens, " << c.experts << " experts, top-" << c.top_k);
+    const std::size_t TE = static_cast<std::size_t>(c.tokens * c.experts), TK = static_cast<std::size_t>(c.tokens * c.top_k);
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> u(-4.f, 4.f);
+    std::vector<float> logits(TE);
+    for (auto& x : logits) x = u(rng);
+    // exact ties: every token's experts 1 and 2 (when there are three) share a logit
+    for (std::int64_t t = 0; t < c.tokens && c.experts >= 3; ++t)
+      logits[static_cast<std::size_t>(t * c.experts + 2)] = logits[static_cast<std::size_t>(t * c.experts + 1)];
+    float *d_logits, *d_probs, *d_w;
+    std::int32_t* d_ids;
+    ASSERT_EQ(cudaMalloc(&d_logits, TE * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_probs, TE * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_w, TK * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_ids, TK * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_logits, logits.data(), TE * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(k::softmax_topk(d_logits, c.tokens, c.experts, c.top_k, d_probs, d_ids, d_w, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const auto probs = to_host(d_probs, TE), w = to_host(d_w, TK);
+    const auto ids = to_host(d_ids, TK);
+    for (std::int64_t t = 0; t < c.tokens; ++t) {
+      const float* row = logits.data() + t * c.experts;
+      const float* p = probs.data() + t * c.experts;
+      double mx = row[0], sum = 0;
+      for (int e = 0; e < c.experts; ++e) mx = std::max<double>(mx, row[e]);
+      for (int e = 0; e < c.experts; ++e) sum += std::exp(row[e] - mx);
+      for (int e = 0; e < c.experts; ++e)
+        ASSERT_NEAR(p[e], std::exp(row[e] - mx) / sum, 1e-5) << "token " << t << ", expert " << e;
+      // the top-k of the GPU's own probabilities, descending, ties to the lower id
+      std::vector<int> order(static_cast<std::size_t>(c.experts));
+      for (int e = 0; e < c.experts; ++e) order[static_cast<std::size_t>(e)] = e;
+      std::stable_sort(order.begin(), order.end(), [p](int a, int b) { return p[a] > p[b]; });
+      double sel = 0;
+      for (int j = 0; j < c.top_k; ++j) sel += p[order[static_cast<std::size_t>(j)]];
+      for (int j = 0; j < c.top_k; ++j) {
+        const auto i = static_cast<std::size_t>(t * c.top_k + j);
+        ASSERT_EQ(ids[i], order[static_cast<std::size_t>(j)]) << "token " << t << ", slot " << j;
+        ASSERT_NEAR(w[i], p[ids[i]] / sel, 1e-6) << "token " << t << ", slot " << j;
+      }
+    }
+    for (void* q : {static_cast<void*>(d_logits), static_cast<void*>(d_probs), static_cast<void*>(d_w),
+                    static_cast<void*>(d_ids)})
+      cudaFree(q);
+  }
+  EXPECT_EQ(k::softmax_topk(nullptr, 1, 1025, 8, nullptr, nullptr, nullptr, s), cudaErrorInvalidValue);
+  EXPECT_EQ(k::softmax_topk(nullptr, 1, 64, 33, nullptr, nullptr, nullptr, s), cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+}
+
 TEST(GpuKernels, RouterBackwardMatchesTheFormula) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
   namespace k = moehub::kernels;
