@@ -274,11 +274,21 @@ std::vector<T> to_host(const T* d, std::size_t n) {
   return h;
 }
 
-TEST(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
-  namespace k = moehub::kernels;
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+/// The layer kernels' tests: a device and a stream of their own.
+class GpuKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
+    ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  }
+  void TearDown() override {
+    if (s) cudaStreamDestroy(s);
+  }
+  cudaStream_t s = nullptr;
+};
+namespace k = moehub::kernels;
+
+TEST_F(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
   // 0 and 1 token; a partial last round of a block (1,000 x 3 pairs); many rounds and
   // blocks (16,384 x 8); 1,024 experts (a run of one expert per scan thread); 1 expert
   for (const KernelCase c : {KernelCase{0, 8, 2}, KernelCase{1, 8, 2}, KernelCase{1000, 7, 3}, KernelCase{16384, 128, 8},
@@ -329,14 +339,9 @@ TEST(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
   // beyond the shared memory the kernels use: refused, nothing launched
   EXPECT_EQ(k::permute_pairs(nullptr, 1, 1, k::kMaxPermuteExperts + 1, nullptr, nullptr, nullptr, nullptr, nullptr, s),
             cudaErrorInvalidValue);
-  cudaStreamDestroy(s);
 }
 
-TEST(GpuKernels, SoftmaxTopkPicksTheLargestProbabilities) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
-  namespace k = moehub::kernels;
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+TEST_F(GpuKernels, SoftmaxTopkPicksTheLargestProbabilities) {
   // fewer experts than lanes, not a multiple of 32, the published 128, the most (1,024);
   // top-1 to top-32
   for (const KernelCase c : {KernelCase{5, 5, 5}, KernelCase{300, 20, 3}, KernelCase{777, 100, 6},
@@ -387,14 +392,9 @@ TEST(GpuKernels, SoftmaxTopkPicksTheLargestProbabilities) {
   }
   EXPECT_EQ(k::softmax_topk(nullptr, 1, 1025, 8, nullptr, nullptr, nullptr, s), cudaErrorInvalidValue);
   EXPECT_EQ(k::softmax_topk(nullptr, 1, 64, 33, nullptr, nullptr, nullptr, s), cudaErrorInvalidValue);
-  cudaStreamDestroy(s);
 }
 
-TEST(GpuKernels, RouterBackwardMatchesTheFormula) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device: the kernel checks run only on a GPU machine";
-  namespace k = moehub::kernels;
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+TEST_F(GpuKernels, RouterBackwardMatchesTheFormula) {
   // experts not a multiple of 32, fewer than 32, exactly top_k; top-32 (every lane a slot)
   for (const KernelCase c :
        {KernelCase{1, 8, 2}, KernelCase{777, 100, 6}, KernelCase{4096, 128, 8}, KernelCase{300, 5, 5}, KernelCase{64, 64, 32}}) {
@@ -447,7 +447,6 @@ TEST(GpuKernels, RouterBackwardMatchesTheFormula) {
       cudaFree(p);
   }
   EXPECT_EQ(k::router_backward(nullptr, nullptr, nullptr, 1, 64, 33, nullptr, s), cudaErrorInvalidValue);
-  cudaStreamDestroy(s);
 }
 
 TEST(GpuGemm, WgmmaMatchesCublas) {
