@@ -17,6 +17,7 @@
 
 #include "gemm.hpp"
 #include "grouped_gemm.hpp"
+#include "host_data.hpp"
 #include "layer.hpp"
 #include "moe_kernels.hpp"
 #include "schedule.hpp"
@@ -265,14 +266,6 @@ struct KernelCase {
   bool hot = false;  ///< test_ids' hot expert
 };
 
-template <typename T>
-std::vector<T> to_host(const T* d, std::size_t n) {
-  std::vector<T> h(n);
-  if (n) {
-    EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  return h;
-}
 
 /// The layer kernels' tests: a device and a stream of their own.
 class GpuKernels : public ::testing::Test {
@@ -287,6 +280,8 @@ class GpuKernels : public ::testing::Test {
   cudaStream_t s = nullptr;
 };
 namespace k = moehub::kernels;
+using moehub::gpu::download;
+using moehub::gpu::upload;
 
 TEST_F(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
   // 0 and 1 token; a partial last round of a block (1,000 x 3 pairs); many rounds and
@@ -304,16 +299,14 @@ TEST_F(GpuKernels, PermutePairsGroupsEveryPairByExpert) {
     ASSERT_EQ(cudaMalloc(&src, n * 4 + 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&pos, n * 4 + 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&scratch, E * 4), cudaSuccess);
-    if (n) {
-      ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    }
+    upload(d_ids, ids, s);
     ASSERT_EQ(cudaMemset(offsets, 0xFF, E * 4 + 4), cudaSuccess);
     ASSERT_EQ(cudaMemset(src, 0xFF, n * 4 + 4), cudaSuccess);
     ASSERT_EQ(cudaMemset(pos, 0xFF, n * 4 + 4), cudaSuccess);
     ASSERT_EQ(k::permute_pairs(d_ids, c.tokens, c.top_k, c.experts, counts, offsets, src, pos, scratch, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const auto h_counts = to_host(counts, E), h_off = to_host(offsets, E + 1);
-    const auto h_src = to_host(src, n), h_pos = to_host(pos, n);
+    const auto h_counts = download(counts, E, s), h_off = download(offsets, E + 1, s);
+    const auto h_src = download(src, n, s), h_pos = download(pos, n, s);
     std::vector<std::int32_t> want(E, 0);
     for (const auto e : ids) ++want[static_cast<std::size_t>(e)];
     EXPECT_EQ(h_counts, want);
@@ -361,11 +354,11 @@ TEST_F(GpuKernels, SoftmaxTopkPicksTheLargestProbabilities) {
     ASSERT_EQ(cudaMalloc(&d_probs, TE * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_w, TK * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_ids, TK * 4), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_logits, logits.data(), TE * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    upload(d_logits, logits, s);
     ASSERT_EQ(k::softmax_topk(d_logits, c.tokens, c.experts, c.top_k, d_probs, d_ids, d_w, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const auto probs = to_host(d_probs, TE), w = to_host(d_w, TK);
-    const auto ids = to_host(d_ids, TK);
+    const auto probs = download(d_probs, TE, s), w = download(d_w, TK, s);
+    const auto ids = download(d_ids, TK, s);
     for (std::int64_t t = 0; t < c.tokens; ++t) {
       const float* row = logits.data() + t * c.experts;
       const float* p = probs.data() + t * c.experts;
@@ -412,13 +405,13 @@ TEST_F(GpuKernels, RouterBackwardMatchesTheFormula) {
     ASSERT_EQ(cudaMalloc(&d_w, n * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_dw, n * 4), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_dl, TE * 4), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_w, w.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_dw, dw.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    upload(d_ids, ids, s);
+    upload(d_w, w, s);
+    upload(d_dw, dw, s);
     ASSERT_EQ(cudaMemset(d_dl, 0xFF, TE * 4), cudaSuccess);  // NaN: every value must be written
     ASSERT_EQ(k::router_backward(d_ids, d_w, d_dw, c.tokens, c.experts, c.top_k, d_dl, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const auto got = to_host(d_dl, TE);
+    const auto got = download(d_dl, TE, s);
     for (std::int64_t t = 0; t < c.tokens; ++t) {
       // in double; the kernel's fp32 sum may use fused multiply-adds, so within 1e-5 (the
       // values are below 2 * top_k in magnitude); experts not selected must be exactly 0
