@@ -86,6 +86,7 @@ int cmd_check(const Args& a) {
   // (the defaults add bf16 accumulators and chunks below one hop's and one expert's rows)
   const auto accums = a.str_list("ring-accum", "fp32,bf16", {"fp32", "bf16"});
   const auto chunks = a.int_list("hop-chunk-rows", "-1,0,8,40", -1, 1LL << 30);
+  const int launch_threads = static_cast<int>(a.integer("launch-threads", 0, 0, 1024));
   const double tol = 1e-2;
   std::unique_ptr<Transport> nccl;
   if (tname == "nccl") {  // one EP: the number of processes
@@ -129,6 +130,7 @@ int cmd_check(const Args& a) {
       if (!nccl) folded = make_folded_transport(c.ep, 0);
       Transport& transport = nccl ? *nccl : *folded;
       MoeLayer layer(c, transport, impl);
+      layer.set_launch_threads(launch_threads);
       layer.allocate_inputs();
       for (auto& rp : layer.ranks()) {
         Rank& r = *rp;

@@ -134,6 +134,7 @@ MoeLayer::MoeLayer(const LayerConfig& c, Transport& t, GemmImpl impl) : cfg_(c),
     MOEHUB_CUDA_CHECK(cudaSetDevice(t.device_of(r)));
     ranks_.push_back(std::make_unique<Rank>(r, t.device_of(r)));
   }
+  set_launch_threads(0);
 }
 MoeLayer::~MoeLayer() = default;
 
@@ -143,6 +144,19 @@ void MoeLayer::set_ring_options(RingAccum accum, std::int64_t hop_chunk_rows) {
   c.hop_chunk_rows = hop_chunk_rows;
   validate(c);
   cfg_ = c;
+}
+
+void MoeLayer::set_launch_threads(int n) {
+  if (n < 0) throw std::invalid_argument("launch threads (--launch-threads) must be at least 0 (0 = one per local rank)");
+  const int local = static_cast<int>(ranks_.size());
+  threads_ = std::make_unique<RankThreads>(std::max(1, std::min(n == 0 ? local : n, local)));
+}
+
+void MoeLayer::for_each_rank(const std::function<void(std::size_t)>& fn) {
+  threads_->for_each(ranks_.size(), [&](std::size_t li) {
+    MOEHUB_CUDA_CHECK(cudaSetDevice(tr_.device_of(ranks_[li]->rank)));
+    fn(li);
+  });
 }
 
 void MoeLayer::allocate_inputs() {
@@ -224,8 +238,8 @@ void MoeLayer::phase_end(Rank& r, const std::string& name, cudaStream_t s) {
 
 void MoeLayer::route() {
   const Dims d = dims(cfg_);
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
+  for_each_rank([&](std::size_t li) {
+    Rank& r = *ranks_[li];
     phase_begin(r, "router", "compute", r.comp);
     float* logits = r.mem->alloc_n<float>(static_cast<std::size_t>(d.T * d.E), "router_logits");
     GemmCall c;
@@ -242,7 +256,7 @@ void MoeLayer::route() {
                                        r.offsets, r.pair_src, r.pair_pos, scratch, r.comp));
     r.mem->free(scratch);
     phase_end(r, "permute", r.comp);
-  }
+  });
 }
 
 void MoeLayer::exchange_counts() {
@@ -289,7 +303,7 @@ void MoeLayer::run(LayerSchedule& schedule) {
   }
   schedule.forward(*this);
   schedule.backward(*this);
-  for (auto& r : ranks_) router_backward(*r);
+  for_each_rank([&](std::size_t li) { router_backward(*ranks_[li]); });
 }
 
 // ---- timings -----------------------------------------------------------------------------

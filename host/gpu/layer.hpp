@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "layout.hpp"
 #include "moe_plan.hpp"
 #include "moe_kernels.hpp"
+#include "rank_threads.hpp"
 #include "transport.hpp"
 
 namespace moehub::gpu {
@@ -184,6 +186,16 @@ class MoeLayer {
   /// Changes the ring options (accumulator type, hop chunk rows) for the next runs;
   /// validated like the configuration.
   void set_ring_options(RingAccum accum, std::int64_t hop_chunk_rows);
+  /// Host threads that launch the local ranks' work (rank_threads.hpp): 0 (the default)
+  /// one per local rank, as a process per rank would; 1 every rank from the caller's
+  /// thread; n, the ranks spread over n threads. Throws std::invalid_argument below 0.
+  void set_launch_threads(int n);
+  int launch_threads() const { return threads_->threads(); }
+  /// fn(li) for every local rank index li, each on its launch thread with its rank's device
+  /// current; returns when all have returned (RankThreads::for_each: the first failure is
+  /// rethrown after every rank's call). Work of different ranks only: fn must touch no
+  /// state another rank's call writes.
+  void for_each_rank(const std::function<void(std::size_t)>& fn);
 
   // ---- steps a schedule is built from --------------------------------------------------
   /// Router (logits, softmax, top-k) and the permutation into expert order, every rank.
@@ -207,6 +219,7 @@ class MoeLayer {
   Transport& tr_;
   GemmImpl impl_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unique_ptr<RankThreads> threads_;
 };
 
 }  // namespace moehub::gpu

@@ -25,6 +25,7 @@ const char* kUsage =
     "              (then the weight-gradient grouped GEMM alone on uneven groups, lines gemm-wgrad)\n"
     "              --transport nccl (one rank per process, EP = the number of processes) --rendezvous DIR\n"
     "              --ring-accum fp32,bf16 --hop-chunk-rows -1,0,8,40 (ring variants: each ring schedule runs with each)\n"
+    "              --launch-threads 0 (host threads launching the folded ranks' work: 0 = one per rank, 1 = all on one)\n"
     "  memory      per-rank peak device memory of the layer, folded ranks, vs the planner's prediction\n"
     "              --ep 8 --tokens 49152 --hidden 2048 --ffn 768 --experts 128 --top-k 8 --schedules ...\n"
     "              --ring-accum bf16|fp32[,...] --hop-chunk-rows -1[,N...] (ring rows per variant; a2a once)\n"
@@ -36,7 +37,8 @@ const char* kUsage =
     "  run         time the layer and optionally write a trace\n"
     "              --schedule {SCHEDULES|}|ring --transport folded|nccl --ep 8 --iters 3\n"
     "              --trace-dir DIR --rendezvous DIR (nccl without MPI) and the shape options\n"
-    "              --ring-accum bf16|fp32 --hop-chunk-rows N (default bf16, -1 = one expert per chunk; 0 = whole hop)\n";
+    "              --ring-accum bf16|fp32 --hop-chunk-rows N (default bf16, -1 = one expert per chunk; 0 = whole hop)\n"
+    "              --launch-threads 0 (host threads launching the folded ranks' work: 0 = one per rank, 1 = all on one)\n";
 
 /// The usage text with the registered schedules' names (schedule.hpp).
 std::string usage() {
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "check") {
       rc = cmd_check(Args(argc, argv, 2, with({"ep", "routing", "schedules", "seed", "transport", "rendezvous",
-                                       "ring-accum", "hop-chunk-rows"})));
+                                       "ring-accum", "hop-chunk-rows", "launch-threads"})));
     } else if (cmd == "memory") {
       rc = cmd_memory(Args(argc, argv, 2, with({"ep", "schedules", "ring-accum", "hop-chunk-rows"})));
     } else if (cmd == "bench-gemm") {
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
       rc = cmd_bench_hop(Args(argc, argv, 2, with({"ep"})));
     } else if (cmd == "run") {
       rc = cmd_run(Args(argc, argv, 2, with({"schedule", "transport", "ep", "iters", "trace-dir", "rendezvous", "ring-accum",
-                                  "hop-chunk-rows"})));
+                                  "hop-chunk-rows", "launch-threads"})));
     } else {
       std::fprintf(stderr, "moehub-gpu: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
       return 2;

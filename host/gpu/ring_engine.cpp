@@ -69,7 +69,8 @@ void MoeLayer::ring_pass(RingPass& p) {
       tr_.ring_exchange(xs);
       for (std::size_t li = 0; li < L; ++li) MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].x1, ranks_[li]->copy));
     }
-    for (std::size_t li = 0; li < L; ++li) {
+    // the hop's computes: each rank's launches on its own host thread (for_each_rank)
+    for_each_rank([&](std::size_t li) {
       Rank& r = *ranks_[li];
       if (prev_x1[li]) MOEHUB_CUDA_CHECK(cudaStreamWaitEvent(r.comp, prev_x1[li], 0));
       MOEHUB_CUDA_CHECK(cudaEventRecord(recs[li].c0, r.comp));
@@ -89,7 +90,7 @@ void MoeLayer::ring_pass(RingPass& p) {
       prev_c1[li] = recs[li].c1;
       prev_x1[li] = recs[li].has_x && h + 1 < n ? recs[li].x1 : nullptr;
       r.hop_events.push_back(recs[li]);
-    }
+    });
   }
   if (has_acc) {
     std::vector<RingXfer> xs;

@@ -45,6 +45,7 @@ int cmd_run(const Args& a) {
   const int iters = static_cast<int>(a.integer("iters", 3, 1, 1000));
   const GemmImpl impl = from_user_input("--gemm", [&] { return parse_gemm_impl(a.str("gemm", "auto")); });
   const std::string trace_dir = a.str("trace-dir", "");
+  const int launch_threads = static_cast<int>(a.integer("launch-threads", 0, 0, 1024));
   if (tname == "folded") {
     LayerConfig probe = c;
     probe.ep = static_cast<int>(a.integer("ep", 8, 1, 256));
@@ -71,10 +72,13 @@ int cmd_run(const Args& a) {
   if (sname == "ring") sname = choice.mode == plan::RingMode::kExpert ? "ring-expert" : "ring-token";
   const std::unique_ptr<LayerSchedule> sched = make_schedule(sname);
   MoeLayer layer(c, *tr, impl);
+  layer.set_launch_threads(launch_threads);
   const int me = layer.ranks()[0]->rank;
   if (me == 0) {
-    std::printf("run: %s, transport %s, EP=%d, T=%lld H=%d F=%d E=%d k=%d, gemm %s\n", sname.c_str(), tname.c_str(), c.ep,
-                static_cast<long long>(c.tokens), c.hidden, c.ffn, c.experts, c.top_k, to_string(impl));
+    std::printf("run: %s, transport %s, EP=%d, T=%lld H=%d F=%d E=%d k=%d, gemm %s, %d launch thread%s for %zu local rank%s\n",
+                sname.c_str(), tname.c_str(), c.ep, static_cast<long long>(c.tokens), c.hidden, c.ffn, c.experts, c.top_k,
+                to_string(impl), layer.launch_threads(), layer.launch_threads() == 1 ? "" : "s", layer.ranks().size(),
+                layer.ranks().size() == 1 ? "" : "s");
     std::printf("adaptive ring mode: %s (%s)\n", plan::to_string(choice.mode), choice.reason.c_str());
   }
   layer.allocate_inputs();

@@ -6,10 +6,15 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "errors.hpp"
 #include "poll_wait.hpp"
+#include "rank_threads.hpp"
 
 namespace {
 
@@ -35,6 +40,76 @@ TEST(GpuErrors, UserInputParsersBecomeUsageErrors) {
   EXPECT_EQ(from_user_input("", [] { return 7; }), 7);
   // other exceptions pass through unchanged
   EXPECT_THROW(from_user_input("", []() -> int { throw std::runtime_error("device"); }), std::runtime_error);
+}
+
+TEST(GpuRankThreads, EachItemRunsOnceOnItsThreadInOrder) {
+  for (int threads : {1, 2, 3, 8}) {
+    RankThreads pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (std::size_t n : {0u, 1u, 5u, 8u, 17u}) {
+      std::vector<std::thread::id> who(n);
+      std::vector<int> runs(n, 0);
+      std::mutex m;
+      std::vector<std::size_t> order;  // items in the order they ran, all threads together
+      pool.for_each(n, [&](std::size_t i) {
+        who[i] = std::this_thread::get_id();
+        ++runs[i];
+        std::lock_guard<std::mutex> lock(m);
+        order.push_back(i);
+      });
+      ASSERT_EQ(order.size(), n) << threads << " threads, " << n << " items";
+      for (std::size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(runs[i], 1) << "item " << i;
+        // item i on thread i % threads: the caller takes 0, threads, ...
+        const bool on_caller = i % static_cast<std::size_t>(threads) == 0;
+        EXPECT_EQ(who[i] == std::this_thread::get_id(), on_caller) << "item " << i;
+        if (i >= static_cast<std::size_t>(threads)) {
+          EXPECT_EQ(who[i], who[i - static_cast<std::size_t>(threads)]);
+        }
+      }
+      // one thread's items in increasing order
+      for (std::size_t a = 0; a < order.size(); ++a)
+        for (std::size_t b = a + 1; b < order.size(); ++b)
+          if (who[order[a]] == who[order[b]]) {
+            EXPECT_LT(order[a], order[b]);
+          }
+      // distinct threads for distinct residues
+      std::set<std::thread::id> ids(who.begin(), who.end());
+      EXPECT_EQ(ids.size(), std::min<std::size_t>(n, static_cast<std::size_t>(threads)));
+    }
+  }
+}
+
+TEST(GpuRankThreads, RunsEveryItemAndRethrowsTheLowestFailure) {
+  RankThreads pool(4);
+  std::vector<std::atomic<int>> ran(8);
+  try {
+    pool.for_each(8, [&](std::size_t i) {
+      ran[i].fetch_add(1);
+      if (i == 6) throw std::runtime_error("item 6");
+      if (i == 3) throw std::logic_error("item 3");
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "item 3");
+  }
+  for (auto& r : ran) EXPECT_EQ(r.load(), 1);
+  // the pool stays usable after a failure, and a clean round throws nothing
+  std::atomic<int> sum{0};
+  EXPECT_NO_THROW(pool.for_each(8, [&](std::size_t i) { sum.fetch_add(static_cast<int>(i)); }));
+  EXPECT_EQ(sum.load(), 28);
+}
+
+TEST(GpuRankThreads, WorkerSetupRunsOnceOnEachWorkerAndItsFailureIsReported) {
+  std::atomic<int> setups{0};
+  {
+    RankThreads pool(3, [&] { setups.fetch_add(1); });
+    for (int round = 0; round < 5; ++round) pool.for_each(3, [](std::size_t) {});
+    EXPECT_EQ(setups.load(), 2);  // the two workers, not the caller, once each
+  }
+  RankThreads bad(2, [] { throw std::runtime_error("cudaSetDevice failed"); });
+  EXPECT_THROW(bad.for_each(2, [](std::size_t) {}), std::runtime_error);
+  EXPECT_THROW(RankThreads(0), std::invalid_argument);
 }
 
 PollTiming fast() {
