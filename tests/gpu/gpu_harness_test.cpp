@@ -82,6 +82,10 @@ TEST(GpuHarnessArgs, BadArgumentsExitWithTwo) {
   EXPECT_TRUE(exits_with("run --ring-accum fp64", 2));
   EXPECT_TRUE(exits_with("run --hop-chunk-rows -2", 2));
   EXPECT_TRUE(exits_with("bench-hop --ring-accum bf16", 2));  // not an option of bench-hop
+  // host threads launching the folded ranks' work: 0 (one per rank) and up
+  EXPECT_TRUE(exits_with("run --launch-threads -1", 2));
+  EXPECT_TRUE(exits_with("check --launch-threads two", 2));
+  EXPECT_TRUE(exits_with("memory --launch-threads 2", 2));  // not an option of memory
 }
 
 TEST(GpuHarnessArgs, ParsersAcceptTheDocumentedNames) {
@@ -226,6 +230,15 @@ TEST(GpuLayer, RingVariantsMatchTheReference) {
   // one hop's rows), on more experts per rank than the default case
   EXPECT_TRUE(exits_with("check --ep 1,2,8 --schedules ring-expert,ring-token --ring-accum bf16,fp32 --hop-chunk-rows 1,20 "
                     "--tokens 64 --hidden 128 --ffn 64 --experts 32 --top-k 4", 0));
+}
+
+TEST(GpuLayer, EveryLaunchThreadCountMatchesTheReference) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the GPU layer checks run only on a GPU machine";
+  // the folded ranks' work launched from one host thread, from fewer threads than ranks
+  // (several ranks per thread) and from one per rank (the default, run by the cases above)
+  for (const char* t : {"1", "3"})
+    EXPECT_TRUE(exits_with(std::string("check --ep 8 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4 --launch-threads ") + t, 0))
+        << t;
 }
 
 TEST(GpuLayer, GemmImplementationsAgree) {
