@@ -136,22 +136,25 @@ class A2ASchedule final : public LayerSchedule {
     r.mem->free(p);
     p = nullptr;
   }
+  /// f for every local rank, each on its launch thread (MoeLayer::for_each_rank).
   void each(MoeLayer& L, const std::function<void(Rank&, RankState&)>& f) {
-    for (std::size_t li = 0; li < L.ranks().size(); ++li) f(*L.ranks()[li], st_[li]);
+    L.for_each_rank([&](std::size_t li) { f(*L.ranks()[li], st_[li]); });
   }
   /// One all-to-all over every local rank between its (sorted, expert-major) row buffers.
   void exchange(MoeLayer& L, const std::string& name, bool dispatch,
                 const std::function<std::pair<bf16_t*, bf16_t*>(RankState&)>& bufs) {
     const auto row_bytes = static_cast<std::size_t>(L.config().hidden) * sizeof(bf16_t);
     std::vector<A2AXfer> xs;
-    each(L, [&](Rank& r, RankState& s) {
+    for (std::size_t li = 0; li < L.ranks().size(); ++li) {  // on the caller's thread: one list
+      Rank& r = *L.ranks()[li];
+      RankState& s = st_[li];
       L.phase_begin(r, name, "comm", r.comp);
       const auto b = bufs(s);
       A2AXfer x{r.rank, r.comp, {}, {}};
       a2a_segments(r.count_matrix, s.lay, r.rank, reinterpret_cast<char*>(b.first), reinterpret_cast<char*>(b.second),
                    row_bytes, dispatch, x.send, x.recv);
       xs.push_back(std::move(x));
-    });
+    }
     L.transport().all_to_all(xs);
     for (auto& r : L.ranks()) L.phase_end(*r, name, r->comp);
   }
