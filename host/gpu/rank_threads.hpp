@@ -1,8 +1,8 @@
 // Host threads for the ranks one process drives. In folded mode (several ranks on one
 // GPU, one process) a single host thread launching every rank's kernels sets the pace of
-// launch-heavy schedules, which a process per rank would not: one H100 host launched
-// 0.27 million empty kernels a second from one thread and 0.75-0.77 million from eight
-// (scripts/gpu/launch_threads.cu, docs/results/gpu-h200.md run W19). RankThreads runs a
+// launch-heavy schedules, which a process per rank would not: H100 hosts launched
+// 0.27-0.39 million empty kernels a second from one thread and 0.75-0.92 million from
+// eight (scripts/gpu/launch_threads.cu, docs/results/gpu-h200.md run W19). RankThreads runs a
 // function for every local rank index on a thread of its own, as a process per rank
 // would, and returns when all have finished. Each rank's launches keep their order; only
 // the interleaving of different ranks' launches changes.
