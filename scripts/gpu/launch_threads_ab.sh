@@ -10,6 +10,7 @@
 set -u
 [ $# -eq 1 ] || { echo "usage: $0 BIN" >&2; exit 2; }
 BIN=$1
+. "$(dirname "$0")/run_output.sh"
 echo "launch_threads,round,schedule,ep,tokens_per_rank,layer_us,host_issue_us"
 for sched in ${SCHEDULES:-ring ring-expert ring-token a2a}; do
   for ep in ${EPS:-8}; do
@@ -18,9 +19,7 @@ for sched in ${SCHEDULES:-ring ring-expert ring-token a2a}; do
         for lt in 1 0; do
           out=$("$BIN" run --schedule "$sched" --ep "$ep" --tokens "$t" --iters 3 --launch-threads "$lt" ${EXTRA:-} 2>&1) ||
             { echo "$lt,$round,$sched,$ep,$t,FAILED"; echo "$out" | tail -5 >&2; continue; }
-          layer=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) us over.*/\1/p' | head -1)
-          issue=$(echo "$out" | sed -n 's/.*host done launching after median \([0-9.]*\) us.*/\1/p' | head -1)
-          echo "$lt,$round,$sched,$ep,$t,$layer,$issue"
+          echo "$lt,$round,$sched,$ep,$t,$(run_layer_us "$out"),$(run_host_issue_us "$out")"
         done
       done
     done

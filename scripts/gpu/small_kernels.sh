@@ -15,7 +15,8 @@ set -u
 BINS=("$1")
 NAMES=(new)
 if [ $# -ge 2 ]; then BINS+=("$2"); NAMES+=(base); fi
-ph() { echo "$out" | sed -n "s/^ *phase $1 *median over ranks *\([0-9.]*\) us.*/\1/p" | head -1; }  # of the last run
+. "$(dirname "$0")/run_output.sh"
+ph() { run_phase_us "$out" "$1"; }  # of the last run
 echo "build,schedule,ep,tokens_per_rank,router_us,permute_us,counts_exchange_gap_us,counts_exchange_host_us,router_backward_us,layer_us,host_issue_us"
 for sched in ${SCHEDULES:-ring-expert}; do
   for ep in ${EPS:-1 2}; do
@@ -23,9 +24,7 @@ for sched in ${SCHEDULES:-ring-expert}; do
       for i in "${!BINS[@]}"; do
         out=$("${BINS[$i]}" run --schedule "$sched" --ep "$ep" --tokens "$t" --iters 5 --ring-accum fp32 \
               --hop-chunk-rows 0 ${EXTRA:-} 2>&1) || { echo "${NAMES[$i]},$sched,$ep,$t,FAILED" ; echo "$out" | tail -5 >&2; continue; }
-        layer=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) us over.*/\1/p' | head -1)
-        issue=$(echo "$out" | sed -n 's/.*host done launching after median \([0-9.]*\) us.*/\1/p' | head -1)
-        echo "${NAMES[$i]},$sched,$ep,$t,$(ph router),$(ph permute),$(ph counts_exchange),$(ph counts_exchange_host_sync),$(ph router_backward),$layer,$issue"
+        echo "${NAMES[$i]},$sched,$ep,$t,$(ph router),$(ph permute),$(ph counts_exchange),$(ph counts_exchange_host_sync),$(ph router_backward),$(run_layer_us "$out"),$(run_host_issue_us "$out")"
       done
     done
   done
