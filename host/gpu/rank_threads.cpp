@@ -1,11 +1,10 @@
 #include "rank_threads.hpp"
 
 #include <stdexcept>
-#include <utility>
 
 namespace moehub::gpu {
 
-RankThreads::RankThreads(int threads, std::function<void()> setup) : setup_(std::move(setup)) {
+RankThreads::RankThreads(int threads) {
   if (threads < 1) throw std::invalid_argument("RankThreads: threads must be at least 1");
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t); });
@@ -32,7 +31,6 @@ void RankThreads::run_items(int t) {
 }
 
 void RankThreads::work(int t) {
-  bool set_up = false;
   std::uint64_t seen = 0;
   for (;;) {
     {
@@ -43,15 +41,7 @@ void RankThreads::work(int t) {
     }
     // n_, fn_ and errors_ were written before generation_ under the lock, and stay put
     // until this thread reports below
-    if (!set_up && setup_) {
-      try {
-        setup_();
-        set_up = true;
-      } catch (...) {
-        if (static_cast<std::size_t>(t) < n_) errors_[static_cast<std::size_t>(t)] = std::current_exception();
-      }
-    }
-    if (set_up || !setup_) run_items(t);
+    run_items(t);
     {
       std::lock_guard<std::mutex> lock(m_);
       if (--pending_ == 0) done_.notify_one();

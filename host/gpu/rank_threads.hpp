@@ -22,9 +22,8 @@ namespace moehub::gpu {
 class RankThreads {
  public:
   /// `threads` host threads in all (at least 1): the caller of for_each and threads - 1
-  /// workers. `setup` runs on each worker before its first item (e.g. cudaSetDevice: the
-  /// current device is per host thread); an exception from it counts as that item's.
-  explicit RankThreads(int threads, std::function<void()> setup = {});
+  /// workers. (The current CUDA device is per host thread: callers set it in fn.)
+  explicit RankThreads(int threads);
   ~RankThreads();
   RankThreads(const RankThreads&) = delete;
   RankThreads& operator=(const RankThreads&) = delete;
@@ -40,7 +39,6 @@ class RankThreads {
   void work(int t);
   void run_items(int t);
 
-  std::function<void()> setup_;
   std::vector<std::thread> workers_;
   std::mutex m_;
   std::condition_variable wake_, done_;
