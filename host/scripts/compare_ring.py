@@ -16,9 +16,10 @@ import argparse
 import csv
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import simrun
 
 
 def run_sim(a, schedule, ffn, tokens_per_rank, out):
@@ -29,12 +30,7 @@ def run_sim(a, schedule, ffn, tokens_per_rank, out):
            "--set", f"schedule.ring_grad_bytes={a.grad_bytes}",
            "--set", f"schedule.ring_chunk_rows={a.chunk_rows}",
            "--no-timeline", "--quiet", "--out-dir", out]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"compare_ring: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr}", file=sys.stderr)
-        sys.exit(1)
-    with open(os.path.join(out, "results.json")) as f:
-        return json.load(f)
+    return simrun.run_results(cmd, out, "compare_ring")
 
 
 def hops(results, gpu=0):

@@ -14,11 +14,11 @@ Prints a Markdown table; exits 1 when a schedule's bound exceeds --max-percent, 
 arguments.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import simrun
 
 KERNEL_KINDS = ("memory", "gemm", "all_to_all", "row_stores")
 
@@ -67,15 +67,7 @@ def main():
         for s in a.schedules:
             out = os.path.join(tmp, s)
             cmd = [a.sim, "--schedule", s, "--granularity", "row", "--no-timeline", "--quiet", "--out-dir", out]
-            if s == "moehub":
-                cmd += ["--hub-impl", "moehub"]
-            cmd += a.sim_args.split()
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                print(f"kernel_gap_bound: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr}", file=sys.stderr)
-                sys.exit(1)
-            with open(os.path.join(out, "results.json")) as f:
-                r = json.load(f)
+            r = simrun.run_results(cmd + simrun.hub_args(s) + a.sim_args.split(), out, "kernel_gap_bound")
             kernels, exposed, us = bound(r, a.gap_us)
             pct = 100.0 * us / r["layer_time_us"]
             print(f"| {s} | {r['layer_time_us']:,.1f} | {kernels} | {exposed} | {us:,.1f} us, {pct:.2f} % |")

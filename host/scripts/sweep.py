@@ -25,6 +25,8 @@ import os
 import subprocess
 import sys
 
+import simrun
+
 
 def run_tag(system, model, schedule, tokens, std, seed, granularity, varied=()):
     """The name of a run's results file in OUT/runs/; a system given as a path to
@@ -56,8 +58,7 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, s
         cmd += ["--set", s]
     for key, value in varied:
         cmd += ["--set", f"{key}={value}"]
-    if schedule.startswith("moehub"):
-        cmd += ["--hub-impl", "moehub"]  # the MoE-Hub schedules run on the MoE-Hub units
+    cmd += simrun.hub_args(schedule)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return tag, None, p.stderr

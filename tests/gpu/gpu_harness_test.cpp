@@ -279,7 +279,6 @@ struct KernelCase {
   bool hot = false;  ///< test_ids' hot expert
 };
 
-
 /// The layer kernels' tests: a device and a stream of their own.
 class GpuKernels : public ::testing::Test {
  protected:
