@@ -1,5 +1,5 @@
 # Project-wide compiler settings: warnings as errors for our own targets,
-# sanitizers as an option, CUDA detection.
+# sanitizers and line coverage as options, CUDA detection.
 
 set(MOEHUB_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion)
 if(MOEHUB_WERROR)
@@ -11,6 +11,13 @@ if(MOEHUB_SANITIZE)
                       $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>
                       $<$<COMPILE_LANGUAGE:CXX,C>:-fno-sanitize-recover=undefined>)
   add_link_options(-fsanitize=address,undefined)
+endif()
+
+if(MOEHUB_COVERAGE)
+  # gcov counters in every C/C++ object (scripts/coverage.sh reads them back);
+  # CUDA stays off in that preset
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:--coverage>)
+  add_link_options(--coverage)
 endif()
 
 # moehub_defaults(<target>): apply the project's warning flags to one of our own

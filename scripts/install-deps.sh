@@ -2,6 +2,7 @@
 # Installs the Debian 12 packages that moehub's build and tests need, and only
 # those that are missing. Safe to run again. The CUDA toolkit is optional: when
 # nvcc is present the kernels and moehub-gpu are built too.
+#   scripts/install-deps.sh [coverage]   # coverage: also gcovr, for scripts/coverage.sh
 set -euo pipefail
 
 PACKAGES=(
@@ -22,6 +23,13 @@ PACKAGES=(
   gzip                      # the ASAP7 liberty files ship gzipped
   clang libclang-rt-14-dev  # libFuzzer targets of tests/fuzz (-fsanitize=fuzzer)
 )
+
+for extra in "$@"; do
+  case "$extra" in
+    coverage) PACKAGES+=(gcovr) ;;  # 5.2: reads the gcov counters of the coverage preset
+    *) echo "install-deps: unknown package group '$extra' (known: coverage)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do
