@@ -97,7 +97,9 @@ class Parser {
     };
     bool integral = true;
     if (s_[i_] == '-') ++i_;
+    const bool zero = i_ < s_.size() && s_[i_] == '0';
     digits();
+    if (zero && i_ - start > (s_[start] == '-' ? 2u : 1u)) fail("number with a leading zero");
     if (i_ < s_.size() && s_[i_] == '.') { ++i_; digits(); integral = false; }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
       ++i_;
@@ -148,9 +150,10 @@ class Parser {
     std::string out;
     while (true) {
       if (i_ >= s_.size()) fail("unterminated string");
-      const char c = s_[i_++];
+      const char c = s_[i_];
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");  // at the character
+      ++i_;
       if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
       if (c != '\\') { out += c; continue; }
       if (i_ >= s_.size()) fail("unterminated escape");
       const char e = s_[i_++];
