@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/config_loader.hpp"
+#include "common/config_ranges.hpp"
 
 namespace moehub {
 namespace {
@@ -535,6 +536,20 @@ TEST_F(ConfigFiles, WrongTypes) {
   EXPECT_TRUE(contains(system_error(write_yaml("big.yaml", doc), "gpu.num_sms").message(),
                        "out of range"));
 
+  // beyond what any integer or number type holds
+  doc["gpu"]["num_sms"] = "99999999999999999999";
+  EXPECT_EQ(system_error(write_yaml("huge.yaml", doc), "gpu.num_sms").message(),
+            "integer out of range (got 99999999999999999999)");
+  doc = system_doc();
+  doc["gpu"]["hbm_bw_gbps"] = "1e999";
+  EXPECT_EQ(system_error(write_yaml("huge-real.yaml", doc), "gpu.hbm_bw_gbps").message(),
+            "number out of range (got 1e999)");
+  doc["gpu"]["hbm_bw_gbps"] = "+-3350";
+  EXPECT_EQ(system_error(write_yaml("signs-real.yaml", doc), "gpu.hbm_bw_gbps").message(),
+            "expected a number (got +-3350)");
+  doc["gpu"]["hbm_bw_gbps"] = "+3350.5";
+  EXPECT_EQ(load_system_config(write_yaml("plus-real.yaml", doc)).gpu.hbm_bw_gbps, 3350.5);
+
   // a boolean where a number is expected
   YAML::Node model = model_doc();
   model["top_k"] = true;
@@ -623,6 +638,8 @@ TEST_F(ConfigFiles, NonexistentFileDirectoryAndEmptyFile) {
             "expected a map of keys (got a sequence) at the top level");
   EXPECT_TRUE(contains(model_error(write_text("two.yaml", "a: 1\n---\nb: 2\n"), "").message(),
                        "2 YAML documents"));
+  EXPECT_EQ(model_error(write_text("seq-key.yaml", "? [a, b]\n: 1\n"), "").message(),
+            "a key is a sequence; keys must be plain names");
 }
 
 // ---------------------------------------------------------------------------
@@ -794,6 +811,14 @@ TEST(ValidateRun, RejectsBadRunsNamingTheFlag) {
        "must be in [1, num_experts = 8] of model 'mixtral-8x7b' (got 9)"},
       {[](ModelConfig& mm, WorkloadConfig&) { mm.top_k = 0; }, "model.top_k",
        "must be in [1, num_experts = 8] of model 'mixtral-8x7b' (got 0)"},
+      {[](ModelConfig&, WorkloadConfig& w) { w.tokens = kMaxTokens + 1; }, "--tokens",
+       "must be in [num_gpus = 8, 16777216] (got 16777217)"},
+      {[](ModelConfig& mm, WorkloadConfig& w) {
+         mm.num_experts = 64;
+         mm.top_k = 32;
+         w.tokens = kMaxTokens;
+       },
+       "--tokens", "tokens x top_k = 16777216 x 32 must be <= 268435456 routed tokens"},
       {[](ModelConfig&, WorkloadConfig& w) { w.distribution = "uniform"; }, "--distribution",
        "must be one of normal, zipf (got 'uniform')"},
       {[](ModelConfig&, WorkloadConfig& w) { w.imbalance_std = -0.1; }, "--imbalance-std",
