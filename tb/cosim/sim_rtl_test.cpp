@@ -327,6 +327,15 @@ TEST(SimRtl, WritesWaveformsAndRefusesUnbuiltGeometries) {
                                quiet + " >/dev/null 2>&1")
                                   .c_str());
   EXPECT_EQ(WIFEXITED(rc2) ? WEXITSTATUS(rc2) : -1, 2);
+  // a waveform folder that cannot be made (its parent is a file): exit 2, no results
+  const int rc3 = std::system((sim + kTinyJob + " --hub-impl rtl --rtl-trace " + (d / "r.json" / "wave").string() +
+                               " --quiet --no-timeline --results " + (d / "r3.json").string() + " >/dev/null 2>" +
+                               (d / "err3.txt").string())
+                                  .c_str());
+  EXPECT_EQ(WIFEXITED(rc3) ? WEXITSTATUS(rc3) : -1, 2);
+  EXPECT_NE(slurp(d / "err3.txt").find("key '--rtl-trace': cannot create the folder"), std::string::npos)
+      << slurp(d / "err3.txt");
+  EXPECT_FALSE(fs::exists(d / "r3.json"));
   fs::remove_all(d);
 }
 

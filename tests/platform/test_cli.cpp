@@ -669,6 +669,39 @@ TEST(Cli, BadCommandLineValuesExitWithStatus2) {
   }
 }
 
+// --results and --timeline must name a file in an existing folder; a wrong one
+// is refused before the run, with nothing written.
+TEST(Cli, OutputPathsThatAreNotFilesExitWithStatus2) {
+  const fs::path d = temp_dir("outpaths");
+  fs::create_directories(d / "sub");
+  const std::pair<std::string, std::string> cases[] = {
+      {"--results " + (d / "sub").string(), "key '--results': '" + (d / "sub").string() + "' is a folder, not a file"},
+      {"--timeline " + (d / "sub").string(), "key '--timeline': '" + (d / "sub").string() + "' is a folder, not a file"},
+      {"--results " + (d / "no-such" / "r.json").string(), "the folder '" + (d / "no-such").string() + "' does not exist"},
+      {"--results " + (d / "sub" / "..").string(), "does not name a file"},
+      {"--results " + (d / std::string(252, 'r')).string(), "the file name is longer than 251 characters"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    const Result r = run(args + kSmall + " --out-dir " + (d / "out").string(), d);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d / "out" / "results.json"));
+    EXPECT_FALSE(fs::exists(d / "out" / "timeline.json"));
+  }
+  fs::remove_all(d);
+}
+
+TEST(Cli, HelpListsTheOptionsAndExitsWithStatus0) {
+  const fs::path d = temp_dir("help");
+  const Result r = run("--help", d);
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* flag : {"--system", "--model", "--schedule", "--tokens", "--set", "--out-dir", "--quiet"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag << " missing from:\n" << r.out;
+  }
+  fs::remove_all(d);
+}
+
 }  // namespace
 
 namespace {
