@@ -126,7 +126,8 @@ class AauBoard {
     d_->req_valid_i = s.req;
     d_->req_malloc_i = static_cast<CData>(s.m);
     d_->req_row_i = static_cast<CData>(s.row);
-    d_->req_offset_i = static_cast<CData>(s.offset);
+    // the fault: the RTL translates another offset in the row than the golden AAU
+    d_->req_offset_i = static_cast<CData>(c >= fault_cycle ? s.offset ^ 1u : s.offset);
     d_->rsp_ready_i = s.rsp_ready;
     d_->spill_ready_i = s.spill_ready;
     d_->restore_req_ready_i = s.restore_req_ready && !pending_;
@@ -183,6 +184,8 @@ class AauBoard {
   const RegionCfg& region(unsigned m) const { return regions_[m]; }
   bool idle() const { return expected_.empty(); }
   std::uint64_t spills() const { return rtl_spills_; }
+  /// Fault injection (to test the bench): from this cycle on the RTL sees each store's offset with its low bit flipped.
+  std::uint64_t fault_cycle = ~0ULL;
 
  private:
   struct Expect {
@@ -266,9 +269,10 @@ std::array<RegionCfg, kRegions> random_regions(std::mt19937_64& rng) {
 /// `reinits`: now and then a region is reinitialised (flush and register);
 /// else both models restart every 4096 stores.
 Outcome random_run(std::uint32_t seed, std::uint64_t stores, bool reinits, const std::string& fst,
-                   std::uint64_t stop) {
+                   std::uint64_t stop, std::uint64_t fault_cycle = ~0ULL) {
   std::mt19937_64 rng(seed);
   AauBoard b(fst, seed + 1);
+  b.fault_cycle = fault_cycle;
   Outcome o;
   std::uint64_t sent = 0;
   Stim s;
@@ -343,6 +347,14 @@ TEST(SbAau, RandomWithReinits) {
     return random_run(32, 200000, true, fst, stop);
   });
   EXPECT_TRUE(msg.empty()) << msg;
+}
+
+TEST(SbAau, InjectedFaultFailsAndWritesWaveform) {
+  EXPECT_EQ(moehub::tb::injected_fault_report("sb_aau_injected_fault",
+                                              [](const std::string& fst, std::uint64_t stop) {
+                                                return random_run(33, 20000, false, fst, stop, 2000);
+                                              }),
+            "");
 }
 
 TEST(SbAau, Coverage) {

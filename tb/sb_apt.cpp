@@ -50,7 +50,8 @@ class AptBoard {
     d_->cfg_region_i = static_cast<CData>(op.cfg_region);
     d_->cfg_rows_i = static_cast<CData>(op.rows);
     d_->alloc_i = op.alloc;
-    d_->alloc_region_i = static_cast<CData>(op.alloc_region);
+    // the fault: the RTL allocates from another region than the golden APT
+    d_->alloc_region_i = static_cast<CData>(c >= fault_cycle ? op.alloc_region ^ 1u : op.alloc_region);
     d_.eval();
 
     for (unsigned r = 0; r < kRegions; ++r) {
@@ -92,6 +93,8 @@ class AptBoard {
     return kRegions;
   }
   const AllocationPointerTable& golden() const { return g_; }
+  /// Fault injection (to test the bench): from this cycle on the RTL is asked for a row of region r ^ 1.
+  std::uint64_t fault_cycle = ~0ULL;
 
  private:
   moehub::tb::Dut<Vsb_apt> d_;
@@ -101,8 +104,10 @@ class AptBoard {
 /// Constrained-random operations: allocations on most cycles, now and then a
 /// register (of the lowest free region, or a reinit of an active one) or a flush.
 /// Runs until `transactions` operations (allocations and configurations) were compared.
-Outcome random_run(std::uint32_t seed, std::uint64_t transactions, const std::string& fst, std::uint64_t stop) {
+Outcome random_run(std::uint32_t seed, std::uint64_t transactions, const std::string& fst, std::uint64_t stop,
+                   std::uint64_t fault_cycle = ~0ULL) {
   AptBoard b(fst);
+  b.fault_cycle = fault_cycle;
   Outcome o;
   std::mt19937_64 rng(seed);
   while (o.transactions < transactions && o.cycles <= stop) {
@@ -153,6 +158,14 @@ TEST(SbApt, RandomMillionOperations) {
     return random_run(11, 1000000, fst, stop);
   });
   EXPECT_TRUE(msg.empty()) << msg;
+}
+
+TEST(SbApt, InjectedFaultFailsAndWritesWaveform) {
+  EXPECT_EQ(moehub::tb::injected_fault_report("sb_apt_injected_fault",
+                                              [](const std::string& fst, std::uint64_t stop) {
+                                                return random_run(12, 20000, fst, stop, 2000);
+                                              }),
+            "");
 }
 
 TEST(SbApt, Coverage) {

@@ -83,7 +83,8 @@ class RatBoard {
     d_->req_malloc_i = static_cast<CData>(k.first);
     d_->req_row_i = static_cast<CData>(k.second);
     d_->req_fill_i = fill;
-    d_->req_fill_local_i = static_cast<CData>(fill_local);
+    // the fault: the RTL is given another LocalRowID to fill than the golden RAT allocates
+    d_->req_fill_local_i = static_cast<CData>(c >= fault_cycle ? fill_local ^ 1u : fill_local);
     d_->req_fill_dirty_i = dirty;
     d_->spill_ready_i = spill_ready;
     d_.eval();
@@ -160,6 +161,8 @@ class RatBoard {
 
   bool diverged() const { return diverged_; }
   unsigned spills = 0;
+  /// Fault injection (to test the bench): from this cycle on the RTL fills the LocalRowID with its low bit flipped.
+  std::uint64_t fault_cycle = ~0ULL;
 
  private:
   moehub::tb::Dut<Vsb_rat> d_;
@@ -179,8 +182,9 @@ void lookup(RatBoard& b, Key k, Outcome& o, bool ready_first = true) {
 /// regions 0..3 (region 3 small, so it fills), spill ready 3 cycles in 4.
 /// `flushes`: now and then a region flush; else a restart every 4096 lookups.
 Outcome random_run(std::uint32_t seed, std::uint64_t lookups, bool flushes, const std::string& fst,
-                   std::uint64_t stop) {
+                   std::uint64_t stop, std::uint64_t fault_cycle = ~0ULL) {
   RatBoard b(fst);
+  b.fault_cycle = fault_cycle;
   Outcome o;
   std::mt19937_64 rng(seed);
   std::uint64_t done = 0;
@@ -250,6 +254,14 @@ TEST(SbRat, RandomWithFlushes) {
     return random_run(22, 200000, true, fst, stop);
   });
   EXPECT_TRUE(msg.empty()) << msg;
+}
+
+TEST(SbRat, InjectedFaultFailsAndWritesWaveform) {
+  EXPECT_EQ(moehub::tb::injected_fault_report("sb_rat_injected_fault",
+                                              [](const std::string& fst, std::uint64_t stop) {
+                                                return random_run(24, 20000, false, fst, stop, 2000);
+                                              }),
+            "");
 }
 
 TEST(SbRat, Coverage) {

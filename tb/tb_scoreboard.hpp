@@ -7,7 +7,8 @@
 // be re-run with the same seed, writing an FST waveform, up to a few cycles
 // past a given cycle. check() runs it once without a waveform; on any
 // mismatch it re-runs the failing seed with tracing and reports the path of
-// the waveform in the failure message.
+// the waveform in the failure message. injected_fault_report() checks that a
+// bench with a fault injected fails that way (every bench has such a test).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +69,27 @@ inline std::string check(const std::string& name, const RunFn& run) {
         << "; waveform of the re-run: " << path;
   }
   return msg.str();
+}
+
+/// The bench can fail: `run` has a fault injected (the RTL shown other inputs
+/// than the golden model from some cycle on), so check() must report
+/// mismatches and a waveform of the re-run. Returns "" when it does (and
+/// deletes the waveform), else what went wrong.
+inline std::string injected_fault_report(const std::string& name, const RunFn& run) {
+  const std::string msg = check(name, run);
+  if (msg.empty()) return name + ": the injected fault went unnoticed";
+  std::printf("%s\n", msg.c_str());
+  if (msg.find(" mismatches; the first in cycle ") == std::string::npos) return "no mismatch reported: " + msg;
+  const std::string path = wave_dir() + "/" + name + ".fst";
+  if (msg.find(path) == std::string::npos) return "the message does not name the waveform " + path + ": " + msg;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "no waveform at " + path;
+  std::fseek(f, 0, SEEK_END);
+  const long size = std::ftell(f);
+  std::fclose(f);
+  std::remove(path.c_str());
+  if (size <= 1000) return "waveform " + path + " is empty (" + std::to_string(size) + " bytes)";
+  return "";
 }
 
 }  // namespace moehub::tb
