@@ -9,9 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "common/config_loader.hpp"
+#include "golden/aau.hpp"
+#include "golden/hub_functions.hpp"
 #include "platform/simulate.hpp"
 
 namespace moehub {
@@ -150,8 +155,8 @@ TEST(MoeHubStress, EmptyExpertsAreRetired) {
   EXPECT_EQ(mh.at("dam").at("groups_released").get<int>(), 2 * ((256 + 127) / 128));
 }
 
-/// Runs `req` in a child process and returns "fatal:<message>" or "ok": a run
-/// stopped early leaves its SystemC threads suspended, and what they hold
+/// Runs `req` in a child process and returns "fatal:<message>", "threw:<what>"
+/// or "ok": a run stopped early leaves its SystemC threads suspended, and what they hold
 /// must not reach this process's exit-time leak check.
 std::string run_in_child(const RunRequest& req) {
   int fd[2];
@@ -160,8 +165,13 @@ std::string run_in_child(const RunRequest& req) {
   if (pid < 0) return "fork failed";
   if (pid == 0) {
     close(fd[0]);
-    const RunOutput out = simulate(req);
-    const std::string r = out.fatal ? "fatal:" + out.fatal_message : "ok";
+    std::string r;
+    try {
+      const RunOutput out = simulate(req);
+      r = out.fatal ? "fatal:" + out.fatal_message : "ok";
+    } catch (const std::exception& e) {
+      r = std::string("threw:") + e.what();
+    }
     const bool ok = write(fd[1], r.data(), r.size()) == static_cast<ssize_t>(r.size());
     _exit(ok ? 0 : 1);
   }
@@ -196,6 +206,90 @@ TEST(MoeHubStress, PoolOfOneEntryDrains) {
                                                                rpm.at("packets_sent").get<std::int64_t>());
   // the partial .nop entries leave because their partition is full, not by their timer
   EXPECT_GT(rpm.at("pressure_flushes").get<std::int64_t>(), 0);
+}
+
+// The self-checks can fail: an AAU that gives wrong answers (wrapped around the
+// behavioural one through the hub-functions observer) is caught by the row
+// transfers' checks, and the run reports them.
+enum class AauFault { kSharedLocalRowId, kAddressOfAnotherRow };
+
+class FaultyAau : public golden::AddressAllocationUnit {
+ public:
+  FaultyAau(std::unique_ptr<golden::AddressAllocationUnit> inner, const golden::HubParams& p, AauFault fault)
+      : golden::AddressAllocationUnit(golden::aau_params_from(p)), inner_(std::move(inner)), fault_(fault) {}
+  std::uint32_t rowsp_malloc(std::uint64_t base, std::uint32_t row_bytes, std::uint64_t rows) override {
+    const std::uint32_t id = inner_->rowsp_malloc(base, row_bytes, rows);
+    regions_[id] = {base, row_bytes};
+    return id;
+  }
+  void reinit_region(std::uint32_t id) override { inner_->reinit_region(id); }
+  void free_region(std::uint32_t id) override { inner_->free_region(id); }
+  golden::IngressResult on_write(const golden::StoreRequest& w, Tick now) override {
+    return corrupt(w, inner_->on_write(w, now));
+  }
+  golden::IngressResult on_local_store(const golden::StoreRequest& w, Tick now) override {
+    return corrupt(w, inner_->on_local_store(w, now));
+  }
+  std::uint64_t stalled_writes() const override { return inner_->stalled_writes(); }
+  golden::RatStats rat_stats() const override { return inner_->rat_stats(); }
+
+ private:
+  golden::IngressResult corrupt(const golden::StoreRequest& w, golden::IngressResult r) const {
+    const auto region = regions_.find(w.malloc_id);
+    if (!r.accepted || r.local_row_id < 1 || region == regions_.end()) return r;
+    const auto [base, row_bytes] = region->second;
+    if (fault_ == AauFault::kSharedLocalRowId) {
+      if (r.local_row_id % 2 == 1) --r.local_row_id;  // rows 2i and 2i + 1 share one LocalRowID and its address
+      r.address = base + static_cast<std::uint64_t>(r.local_row_id) * row_bytes + w.row_offset;
+    } else {
+      r.address -= row_bytes;  // the row before's address, under this row's own LocalRowID
+    }
+    return r;
+  }
+
+  std::unique_ptr<golden::AddressAllocationUnit> inner_;
+  AauFault fault_;
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> regions_;  // MallocID -> base, row bytes
+};
+
+void install_faulty_aau(AauFault fault) {
+  golden::set_hub_functions_observer([fault](golden::HubFunctions& f, const golden::HubParams& p) {
+    auto* aau = dynamic_cast<golden::AddressAllocationUnit*>(f.ingress.get());
+    ASSERT_NE(aau, nullptr);
+    f.ingress.release();
+    f.ingress = std::make_unique<FaultyAau>(std::unique_ptr<golden::AddressAllocationUnit>(aau), p, fault);
+  });
+}
+
+bool has_error(const RunOutput& out, const std::string& text) {
+  return std::any_of(out.check_errors.begin(), out.check_errors.end(),
+                     [&](const std::string& e) { return e.find(text) != std::string::npos; });
+}
+
+std::string all_errors(const RunOutput& out) {
+  std::string s;
+  for (const auto& e : out.check_errors) s += "\n  " + e;
+  return s;
+}
+
+TEST(MoeHubSelfChecks, CatchTwoRowsGivenOneLocalRowId) {
+  install_faulty_aau(AauFault::kSharedLocalRowId);
+  const RunOutput out = simulate(request("moehub", 512));
+  golden::set_hub_functions_observer({});
+  ASSERT_FALSE(out.fatal) << out.fatal_message;
+  EXPECT_FALSE(out.results.at("checks").at("passed").get<bool>());
+  EXPECT_TRUE(has_error(out, "LocalRowIDs given to two rows")) << all_errors(out);
+}
+
+// Rows shifted by one row's size carry bytes into the groups before theirs:
+// the DAM stops the run when a group receives more than its rows hold.
+TEST(MoeHubSelfChecks, CatchARowWrittenAtAnotherRowsAddress) {
+  install_faulty_aau(AauFault::kAddressOfAnotherRow);
+  const std::string out = run_in_child(request("moehub", 512));
+  golden::set_hub_functions_observer({});
+  ASSERT_EQ(out.rfind("threw:", 0), 0u) << out;
+  EXPECT_NE(out.find("DAM: kernel "), std::string::npos) << out;
+  EXPECT_NE(out.find("bytes, more than its"), std::string::npos) << out;
 }
 
 TEST(MoeHubStress, ScheduleNeedsTheMoeHubImplementation) {
