@@ -44,6 +44,69 @@ TEST(CosimAau, RefusesWhatTheRtlCannotBe) {
   RtlAddressAllocationUnit rtl(params());
   EXPECT_THROW(rtl.rowsp_malloc(0, (1U << 16) + 1, 16), std::invalid_argument);  // beyond the RowOffset width
   EXPECT_THROW(rtl.rowsp_malloc(0, 128, 1ULL << 20), std::invalid_argument);
+  const auto geo = RtlAddressAllocationUnit::geometry();
+  EXPECT_THROW(rtl.rowsp_malloc(1ULL << geo.addr_bits, 128, 16), std::invalid_argument);  // beyond its addresses
+  AauParams error_policy = params();
+  error_policy.region_full = moehub::golden::RegionFullPolicy::kError;  // the RTL can only refuse (stall)
+  EXPECT_THROW(RtlAddressAllocationUnit{error_policy}, std::invalid_argument);
+  // a RowID wider than the RTL's (the behavioural AAU has no width)
+  const std::uint32_t id = rtl.rowsp_malloc(0x1000, 128, 16);
+  StoreRequest w;
+  w.op = Opcode::kRowStore;
+  w.malloc_id = id;
+  w.bytes = 16;
+  w.row_id = static_cast<std::int64_t>(1ULL << geo.row_id_bits);
+  EXPECT_THROW(rtl.on_write(w, 1000), std::invalid_argument);
+  w.row_id = -1;
+  EXPECT_THROW(rtl.on_write(w, 1000), std::invalid_argument);
+}
+
+// What both refuse, the adapter refuses with the same exception: regions it
+// cannot make, an APT with every entry in use, a MallocID that is not active
+// (freed), a row store past the end of its row; and a freed entry is handed
+// out again as the behavioural APT hands it out.
+TEST(CosimAau, RefusesWhatTheGoldenAauRefuses) {
+  const auto geo = RtlAddressAllocationUnit::geometry();
+  AddressAllocationUnit golden(params());
+  RtlAddressAllocationUnit rtl(params());
+  EXPECT_THROW(golden.rowsp_malloc(0, 0, 16), std::invalid_argument);  // row_bytes 0
+  EXPECT_THROW(rtl.rowsp_malloc(0, 0, 16), std::invalid_argument);
+  EXPECT_THROW(golden.rowsp_malloc(0, 128, 0), std::invalid_argument);  // no rows
+  EXPECT_THROW(rtl.rowsp_malloc(0, 128, 0), std::invalid_argument);
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t r = 0; r < geo.regions; ++r) {
+    const std::uint64_t base = 0x100000ULL * (r + 1);
+    ids.push_back(golden.rowsp_malloc(base, 128, 16));
+    ASSERT_EQ(rtl.rowsp_malloc(base, 128, 16), ids.back());
+  }
+  EXPECT_THROW(golden.rowsp_malloc(0, 128, 16), std::length_error);
+  EXPECT_THROW(rtl.rowsp_malloc(0, 128, 16), std::length_error);
+  golden.free_region(ids[1]);
+  rtl.free_region(ids[1]);
+  EXPECT_THROW(golden.reinit_region(ids[1]), std::out_of_range);
+  EXPECT_THROW(rtl.reinit_region(ids[1]), std::out_of_range);
+  EXPECT_THROW(golden.free_region(ids[1]), std::out_of_range);
+  EXPECT_THROW(rtl.free_region(ids[1]), std::out_of_range);
+  StoreRequest w;
+  w.op = Opcode::kRowStore;
+  w.malloc_id = ids[1];
+  w.row_id = 3;
+  w.bytes = 32;
+  EXPECT_THROW(golden.on_write(w, 1000), std::out_of_range);
+  EXPECT_THROW(rtl.on_write(w, 1000), std::out_of_range);
+  // the freed entry is the lowest free one again, now with 64-byte rows
+  const std::uint32_t again = golden.rowsp_malloc(0x900000, 64, 8);
+  EXPECT_EQ(again, ids[1]);
+  EXPECT_EQ(rtl.rowsp_malloc(0x900000, 64, 8), again);
+  w.row_offset = 48;  // 32 bytes from offset 48 pass the end of a 64-byte row
+  EXPECT_THROW(golden.on_write(w, 1000), std::logic_error);
+  EXPECT_THROW(rtl.on_write(w, 1000), std::logic_error);
+  w.row_offset = 32;
+  const IngressResult g = golden.on_write(w, 2000), r = rtl.on_write(w, 2000);
+  EXPECT_TRUE(g.accepted && r.accepted);
+  EXPECT_EQ(r.local_row_id, g.local_row_id);
+  EXPECT_EQ(r.address, g.address);
+  EXPECT_EQ(g.address, 0x900000u + 32u) << "the first row of the region";
 }
 
 TEST(CosimAau, SameTranslationsAsTheGoldenAau) {
