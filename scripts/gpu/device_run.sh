@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -134,6 +134,13 @@ for s in "$@"; do
     launch-threads)  # host launch rate from 1-8 threads ($OUT/launch_threads.csv), then folded ranks launched from one thread against one per rank ($OUT/launch_threads_ab.csv)
       stage launch_rate 120 bash -c "nvcc -O2 -arch=sm_90 -o /tmp/launch_threads scripts/gpu/launch_threads.cu && /tmp/launch_threads > '$OUT/launch_threads.csv'"
       stage launch_threads_ab 500 bash -c "scripts/gpu/launch_threads_ab.sh $BIN > '$OUT/launch_threads_ab.csv'" ;;
+    coverage)  # line coverage of the harness's host code by the GPU tests and `check` ($OUT/gpu_coverage.csv; docs/results/coverage.md)
+      B=build/gpu-coverage
+      stage coverage_build 500 bash -c "cmake --preset gpu -B $B -DMOEHUB_COVERAGE=ON -DMOEHUB_WERROR=OFF -DCMAKE_BUILD_TYPE=Debug '-DCMAKE_CXX_FLAGS_DEBUG=-Og -g' > /dev/null && cmake --build $B -j16"
+      find "$B" -name '*.gcda' -delete
+      stage coverage_tests 300 ctest --test-dir "$B" -L gpu --output-on-failure
+      stage coverage_check 300 "$B/host/gpu/moehub-gpu" check
+      stage coverage_summary 120 bash -c "GCOV=\$(command -v gcov-13 || command -v gcov) python3 scripts/gpu/gcov_summary.py $B . host/ > '$OUT/gpu_coverage.csv'" ;;
     *) echo "unknown stage $s" ;;
   esac
 done
