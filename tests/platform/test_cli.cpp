@@ -692,6 +692,19 @@ TEST(Cli, OutputPathsThatAreNotFilesExitWithStatus2) {
   fs::remove_all(d);
 }
 
+// An output that cannot be written after the run (here the timeline, in /proc,
+// where no file can be made) leaves no other output behind: the results file
+// written before it is removed, and the exit status is 2.
+TEST(Cli, AnOutputThatCannotBeWrittenLeavesNoOtherOutput) {
+  const fs::path d = temp_dir("unwritable");
+  const Result r = run("--results " + (d / "r.json").string() + " --timeline /proc/moehub-timeline.json" + kSmall, d);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot write /proc/moehub-timeline.json.tmp; nothing written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "r.json"));
+  EXPECT_FALSE(fs::exists(d / "r.json.tmp"));
+  fs::remove_all(d);
+}
+
 TEST(Cli, HelpListsTheOptionsAndExitsWithStatus0) {
   const fs::path d = temp_dir("help");
   const Result r = run("--help", d);
