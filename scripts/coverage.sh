@@ -3,7 +3,7 @@
 # layer, the host libraries and tools, the RTL testbenches and scoreboards) by the
 # whole CPU test suite: builds the coverage preset (gcov counters, -Og, no CUDA),
 # runs ctest once, and writes
-#   build/coverage/report/summary.txt   lines and branches per file, least covered first
+#   build/coverage/report/summary.txt   lines per file with the lines missed, the least covered last
 #   build/coverage/report/summary.json  the same, machine-readable (gcovr's JSON summary)
 #   build/coverage/report/index.html    every file line by line
 # and prints the totals. Extra arguments go to ctest (e.g. -L platform, -E fuzz).
