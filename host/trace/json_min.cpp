@@ -97,9 +97,9 @@ class Parser {
     };
     bool integral = true;
     if (s_[i_] == '-') ++i_;
-    const bool zero = i_ < s_.size() && s_[i_] == '0';
+    const std::size_t int_start = i_;
     digits();
-    if (zero && i_ - start > (s_[start] == '-' ? 2u : 1u)) fail("number with a leading zero");
+    if (s_[int_start] == '0' && i_ - int_start > 1) fail("number with a leading zero");
     if (i_ < s_.size() && s_[i_] == '.') { ++i_; digits(); integral = false; }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
       ++i_;
