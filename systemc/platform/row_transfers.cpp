@@ -313,7 +313,7 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
     if (bin > rat_bin_[dst]) {
       rat_bin_[dst] = bin;
       if (const auto* a = dynamic_cast<const golden::AddressAllocationUnit*>(&hubs_[dst]->ingress_function())) {
-        trace_.rat.push_back({w.dst_gpu, t, a->rat().stats()});
+        trace_.rat.push_back({w.dst_gpu, t, a->rat_stats()});
       }
     }
     if (w.src_gpu == w.dst_gpu) {

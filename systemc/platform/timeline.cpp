@@ -135,9 +135,9 @@ void moehub_tracks(std::ostringstream& o, const std::function<void()>& sep, cons
         counter(o, g, "RAT evictions", x.at, rat_evict_args(x.rat));
       }
       sep();
-      counter(o, g, "RAT lookups", recs[g].end, rat_args(a->rat().stats()));
+      counter(o, g, "RAT lookups", recs[g].end, rat_args(a->rat_stats()));
       sep();
-      counter(o, g, "RAT evictions", recs[g].end, rat_evict_args(a->rat().stats()));
+      counter(o, g, "RAT evictions", recs[g].end, rat_evict_args(a->rat_stats()));
     }
     // RPM counters (producer side)
     if (const golden::RpmStats* m = hub.egress_function().rpm_stats()) {

@@ -14,10 +14,12 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -290,6 +292,32 @@ TEST(SimRtl, SystemFileSelectsTheRtl) {
   ASSERT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(d / "err.txt");
   EXPECT_TRUE(fs::exists(d / "wave" / "gpu0_aau.fst"));
   EXPECT_TRUE(fs::exists(d / "wave" / "gpu7_rpm.fst"));
+  fs::remove_all(d);
+}
+
+// The timeline's RAT counters read the RTL's RAT, as the results do: the last
+// sample of every GPU, summed, equals the results' hits and misses.
+TEST(SimRtl, TimelineCountsTheRtlRat) {
+  const fs::path d = temp_dir("timeline");
+  const std::string cmd = std::string(MOEHUB_SIM_BINARY) + " " + kTinyJob + " --hub-impl rtl --quiet --out-dir " +
+                          d.string() + " >/dev/null 2>" + (d / "err.txt").string();
+  const int rc = std::system(cmd.c_str());
+  ASSERT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(d / "err.txt");
+  const J rat = J::parse(slurp(d / "results.json")).at("moehub").at("rat");
+  const J timeline = J::parse(slurp(d / "timeline.json"));
+  std::map<int, J> last;  // GPU (pid) -> its last "RAT lookups" sample
+  for (const J& e : timeline.at("traceEvents")) {
+    if (e.value("name", "") == "RAT lookups") last[e.at("pid").get<int>()] = e.at("args");
+  }
+  ASSERT_FALSE(last.empty());
+  std::uint64_t hits = 0, misses = 0;
+  for (const auto& [pid, args] : last) {
+    hits += args.at("hits").get<std::uint64_t>();
+    misses += args.at("misses").get<std::uint64_t>();
+  }
+  EXPECT_GT(misses, 0u);
+  EXPECT_EQ(hits, rat.at("hits").get<std::uint64_t>());
+  EXPECT_EQ(misses, rat.at("misses").get<std::uint64_t>());
   fs::remove_all(d);
 }
 

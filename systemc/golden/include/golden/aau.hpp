@@ -59,6 +59,9 @@ class AddressAllocationUnit : public IngressFunction {
   virtual IngressResult on_local_store(const StoreRequest& w, Tick now);
 
   std::uint64_t address_of(std::uint32_t malloc_id, std::int64_t local_row_id, std::uint32_t row_offset) const;
+  /// This class's own tables: an AAU that derives from it and translates
+  /// elsewhere (the RTL adapter, a wrapper) leaves them empty, so the platform
+  /// reads its counters through rat_stats() and stalled_writes().
   const AllocationPointerTable& apt() const { return apt_; }
   const RowAllocationTable& rat() const { return rat_; }
   const HubClock& clock() const { return clock_; }
