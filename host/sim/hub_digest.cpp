@@ -134,32 +134,23 @@ class RecordingIngress : public golden::IngressFunction {
   StatePtr s_;
 };
 
-/// An AAU that forwards every call to the wrapped one (behavioural or RTL).
-class RecordingAau : public golden::AddressAllocationUnit {
+/// An AAU that records what the wrapped one (behavioural or RTL) answers.
+class RecordingAau : public golden::ForwardingAau {
  public:
   RecordingAau(std::unique_ptr<golden::AddressAllocationUnit> inner, const golden::HubParams& p, StatePtr s)
-      : golden::AddressAllocationUnit(golden::aau_params_from(p)), inner_(std::move(inner)), gpu_(p.gpu),
-        s_(std::move(s)) {}
-  std::uint32_t rowsp_malloc(std::uint64_t base, std::uint32_t row_bytes, std::uint64_t rows) override {
-    return inner_->rowsp_malloc(base, row_bytes, rows);
-  }
-  void reinit_region(std::uint32_t id) override { inner_->reinit_region(id); }
-  void free_region(std::uint32_t id) override { inner_->free_region(id); }
+      : golden::ForwardingAau(std::move(inner), golden::aau_params_from(p)), gpu_(p.gpu), s_(std::move(s)) {}
   golden::IngressResult on_write(const golden::StoreRequest& w, Tick now) override {
-    const golden::IngressResult r = inner_->on_write(w, now);
+    const golden::IngressResult r = golden::ForwardingAau::on_write(w, now);
     s_->on_ingress(gpu_, w, now, r);
     return r;
   }
   golden::IngressResult on_local_store(const golden::StoreRequest& w, Tick now) override {
-    const golden::IngressResult r = inner_->on_local_store(w, now);
+    const golden::IngressResult r = golden::ForwardingAau::on_local_store(w, now);
     s_->on_ingress(gpu_, w, now, r);
     return r;
   }
-  std::uint64_t stalled_writes() const override { return inner_->stalled_writes(); }
-  golden::RatStats rat_stats() const override { return inner_->rat_stats(); }
 
  private:
-  std::unique_ptr<golden::AddressAllocationUnit> inner_;
   std::int32_t gpu_;
   StatePtr s_;
 };

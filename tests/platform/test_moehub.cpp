@@ -208,29 +208,24 @@ TEST(MoeHubStress, PoolOfOneEntryDrains) {
 // transfers' checks, and the run reports them.
 enum class AauFault { kSharedLocalRowId, kAddressOfAnotherRow };
 
-class FaultyAau : public golden::AddressAllocationUnit {
+class FaultyAau : public golden::ForwardingAau {
  public:
   FaultyAau(std::unique_ptr<golden::AddressAllocationUnit> inner, const golden::HubParams& p, AauFault fault,
             int rows_per_group)
-      : golden::AddressAllocationUnit(golden::aau_params_from(p)),
-        inner_(std::move(inner)),
+      : golden::ForwardingAau(std::move(inner), golden::aau_params_from(p)),
         fault_(fault),
         rows_per_group_(rows_per_group) {}
   std::uint32_t rowsp_malloc(std::uint64_t base, std::uint32_t row_bytes, std::uint64_t rows) override {
-    const std::uint32_t id = inner_->rowsp_malloc(base, row_bytes, rows);
+    const std::uint32_t id = golden::ForwardingAau::rowsp_malloc(base, row_bytes, rows);
     regions_[id] = {base, row_bytes};
     return id;
   }
-  void reinit_region(std::uint32_t id) override { inner_->reinit_region(id); }
-  void free_region(std::uint32_t id) override { inner_->free_region(id); }
   golden::IngressResult on_write(const golden::StoreRequest& w, Tick now) override {
-    return corrupt(w, inner_->on_write(w, now));
+    return corrupt(w, golden::ForwardingAau::on_write(w, now));
   }
   golden::IngressResult on_local_store(const golden::StoreRequest& w, Tick now) override {
-    return corrupt(w, inner_->on_local_store(w, now));
+    return corrupt(w, golden::ForwardingAau::on_local_store(w, now));
   }
-  std::uint64_t stalled_writes() const override { return inner_->stalled_writes(); }
-  golden::RatStats rat_stats() const override { return inner_->rat_stats(); }
 
  private:
   golden::IngressResult corrupt(const golden::StoreRequest& w, golden::IngressResult r) const {
@@ -248,7 +243,6 @@ class FaultyAau : public golden::AddressAllocationUnit {
     return r;
   }
 
-  std::unique_ptr<golden::AddressAllocationUnit> inner_;
   AauFault fault_;
   int rows_per_group_;
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> regions_;  // MallocID -> base, row bytes

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "golden/apt.hpp"
 #include "golden/hub_clock.hpp"
@@ -78,6 +80,28 @@ class AddressAllocationUnit : public IngressFunction {
   AllocationPointerTable apt_;
   RowAllocationTable rat_;
   std::uint64_t stalled_ = 0;
+};
+
+/// An AAU that hands every call to another one (behavioural or RTL), for the
+/// wrappers that watch or alter its answers: a wrapper overrides what it
+/// watches and calls this class's member for the inner answer.
+class ForwardingAau : public AddressAllocationUnit {
+ public:
+  ForwardingAau(std::unique_ptr<AddressAllocationUnit> inner, const AauParams& p)
+      : AddressAllocationUnit(p), inner_(std::move(inner)) {}
+  std::uint32_t rowsp_malloc(std::uint64_t base_address, std::uint32_t row_bytes,
+                             std::uint64_t capacity_rows) override {
+    return inner_->rowsp_malloc(base_address, row_bytes, capacity_rows);
+  }
+  void reinit_region(std::uint32_t malloc_id) override { inner_->reinit_region(malloc_id); }
+  void free_region(std::uint32_t malloc_id) override { inner_->free_region(malloc_id); }
+  IngressResult on_write(const StoreRequest& w, Tick now) override { return inner_->on_write(w, now); }
+  IngressResult on_local_store(const StoreRequest& w, Tick now) override { return inner_->on_local_store(w, now); }
+  std::uint64_t stalled_writes() const override { return inner_->stalled_writes(); }
+  RatStats rat_stats() const override { return inner_->rat_stats(); }
+
+ private:
+  std::unique_ptr<AddressAllocationUnit> inner_;
 };
 
 }  // namespace moehub::golden
