@@ -135,8 +135,8 @@ for s in "$@"; do
       stage launch_rate 120 bash -c "nvcc -O2 -arch=sm_90 -o /tmp/launch_threads scripts/gpu/launch_threads.cu && /tmp/launch_threads > '$OUT/launch_threads.csv'"
       stage launch_threads_ab 500 bash -c "scripts/gpu/launch_threads_ab.sh $BIN > '$OUT/launch_threads_ab.csv'" ;;
     coverage)  # line coverage of the harness's host code by the GPU tests and `check` ($OUT/gpu_coverage.csv; docs/results/coverage.md)
-      B=build/gpu-coverage
-      stage coverage_build 500 bash -c "cmake --preset gpu -B $B -DMOEHUB_COVERAGE=ON -DMOEHUB_WERROR=OFF -DCMAKE_BUILD_TYPE=Debug '-DCMAKE_CXX_FLAGS_DEBUG=-Og -g' > /dev/null && cmake --build $B -j16"
+      B=build/gpu-coverage  # the preset's binaryDir
+      stage coverage_build 500 bash -c "cmake --preset gpu-coverage > /dev/null && cmake --build $B -j16"
       find "$B" -name '*.gcda' -delete
       stage coverage_tests 300 ctest --test-dir "$B" -L gpu --output-on-failure
       stage coverage_check 300 "$B/host/gpu/moehub-gpu" check
