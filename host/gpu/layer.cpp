@@ -74,13 +74,6 @@ std::vector<std::int64_t> hop_rows(const LayerConfig& c, const CountMatrix& cm, 
   return cm.block(src, owner);
 }
 
-std::int64_t largest_hop_chunk(const LayerConfig& c, const CountMatrix& cm, int rank, bool expert_mode,
-                               std::int64_t chunk_rows) {
-  std::int64_t mx = 0;
-  for (int p = 0; p < c.ep; ++p) mx = std::max(mx, plan::max_chunk_rows(hop_rows(c, cm, rank, p, expert_mode), chunk_rows));
-  return mx;
-}
-
 std::vector<LayerVariant> layer_variants(const std::vector<std::string>& schedules,
                                          const std::vector<std::string>& accums,
                                          const std::vector<std::int64_t>& chunk_rows) {

@@ -75,10 +75,6 @@ plan::MoeProblem plan_problem(const LayerConfig&);
 /// rank's expert-sorted pairs.
 std::vector<std::int64_t> hop_rows(const LayerConfig& c, const CountMatrix& count_matrix, int rank,
                                    int partition, bool expert_mode, std::int64_t* start = nullptr);
-/// Rows of rank `rank`'s largest hop chunk over all its hops (plan::hop_chunks with
-/// `chunk_rows`; 0: its largest hop).
-std::int64_t largest_hop_chunk(const LayerConfig& c, const CountMatrix& count_matrix, int rank,
-                               bool expert_mode, std::int64_t chunk_rows);
 
 /// One configuration of the layer that check and memory run: a schedule with the ring's
 /// options. A schedule without ring options (a2a) gives one variant; each ring schedule

@@ -8,7 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <numeric>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,8 +44,8 @@ int cmd_memory(const Args& a) {
   std::printf("memory: ring accumulators %s, hop chunk rows %s (0 = whole hop; a2a unaffected); a ring row other "
               "than fp32 / 0 is named schedule/accumulators/c<rows>\n",
               join(accums).c_str(), join(chunks).c_str());
-  std::printf("%-4s %-12s %13s %15s %14s %14s  %s\n", "ep", "schedule", "peak_max_GiB", "above_inputs_GiB",
-              "pool_high_GiB", "plan_GiB", "largest buffers at rank 0's peak");
+  std::printf("%-4s %-12s %13s %15s %14s %14s %11s  %s\n", "ep", "schedule", "peak_max_GiB", "above_inputs_GiB",
+              "pool_high_GiB", "plan_GiB", "plan_err_B", "largest buffers at rank 0's peak");
   for (std::int64_t ep : eps) {  // every EP was validated above
     LayerConfig c = base;
     c.ep = static_cast<int>(ep);
@@ -81,20 +81,26 @@ int cmd_memory(const Args& a) {
           std::sort(bufs.rbegin(), bufs.rend());
           for (std::size_t i = 0; i < std::min<std::size_t>(6, bufs.size()); ++i)
             top += bufs[i].second + "=" + gib(bufs[i].first) + " ";
-          // prediction for rank 0 from its exact counts, with this variant's options
+          // the plan of every rank from its exact counts, with this variant's options: rank
+          // 0's shown, the largest difference from a rank's measured peak in bytes
           const plan::BufferPlan bp = sched->memory_plan(layer.config(), layer.ranks()[0]->count_matrix, 0);
+          long long plan_err = 0;
+          for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
+            const auto& r = layer.ranks()[i];
+            const plan::BufferPlan ri = sched->memory_plan(layer.config(), r->count_matrix, r->rank);
+            plan_err = std::max(plan_err, std::llabs(static_cast<long long>(ri.peak_bytes) - static_cast<long long>(peaks[i])));
+          }
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
           const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));
-          const double mean = static_cast<double>(std::accumulate(peaks.begin(), peaks.end(), std::int64_t{0})) / static_cast<double>(peaks.size());
-          (void)mean;
           const double ab = static_cast<double>(*std::max_element(above.begin(), above.end()));
           peak_of[sn] = mx;
           above_of[sn] = ab;
-          std::printf("%-4lld %-12s %13s %15s %14s %14s  %s(plan peak phase: %s)\n", static_cast<long long>(ep), sn.c_str(),
-                      gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(ab)).c_str(),
+          std::printf("%-4lld %-12s %13s %15s %14s %14s %11lld  %s(plan peak phase: %s)\n", static_cast<long long>(ep),
+                      sn.c_str(), gib(static_cast<std::int64_t>(mx)).c_str(), gib(static_cast<std::int64_t>(ab)).c_str(),
                       gib(*std::max_element(pools.begin(), pools.end())).c_str(),
-                      gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), top.c_str(), bp.peak_phase.c_str());
+                      gib(static_cast<std::int64_t>(bp.peak_bytes)).c_str(), plan_err, top.c_str(),
+                      bp.peak_phase.c_str());
         } catch (const OutOfMemory& e) {  // a size limit; any other failure ends the command
           std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
           cudaGetLastError();
@@ -116,7 +122,8 @@ int cmd_memory(const Args& a) {
   }
   std::printf("peak = tracked high-water mark per rank, inputs included (x, d_out, router and expert weights, and the "
               "experts' fp32 parameter gradient); above_inputs = peak less those; pool_high = the rank pool's "
-              "cudaMemPoolAttrUsedMemHigh\n");
+              "cudaMemPoolAttrUsedMemHigh; plan = plan::plan_a2a / plan_ring (layer_memory.hpp) for rank 0, plan_err_B = the "
+              "largest difference in bytes between a rank's plan and its measured peak (0: exact)\n");
   return 0;
 }
 

@@ -131,4 +131,12 @@ plan::RingRouting ring_routing(const LayerConfig& c, const CountMatrix& cm) {
   return plan::uniform_ring_routing(c.ep, c.experts, c.tokens, cm.raw());
 }
 
+plan::RingOptions ring_step_options(const LayerConfig& c, plan::RingMode mode) {
+  plan::RingOptions o;
+  o.chunk_rows = c.hop_chunk_rows;
+  o.accum_bytes = c.ring_accum == RingAccum::kBf16 ? 2 : 4;
+  if (mode == plan::RingMode::kExpert) o.grad_bytes = o.accum_bytes;
+  return o;
+}
+
 }  // namespace moehub::gpu

@@ -70,5 +70,10 @@ void run_hop_chunk(GemmRunner& g, GemmImpl impl, const Dims& d, const plan::Chun
 
 /// The ring routing of a layer from its count matrix (every rank T tokens, E / N experts).
 plan::RingRouting ring_routing(const LayerConfig& c, const CountMatrix& cm);
+/// The ring-step options of a layer's ring pass: its hop chunks and accumulator bytes
+/// (LayerConfig::ring_accum: bf16 2, fp32 4), and in expert routing the travelling
+/// gradient partitions' bytes (the same; token routing adds its weight gradients into the
+/// resident fp32 parameter gradient).
+plan::RingOptions ring_step_options(const LayerConfig& c, plan::RingMode mode);
 
 }  // namespace moehub::gpu

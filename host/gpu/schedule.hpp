@@ -14,6 +14,7 @@
 
 #include "layer.hpp"
 #include "layout.hpp"
+#include "layer_memory.hpp"
 #include "moe_plan.hpp"
 
 namespace moehub::gpu {

@@ -1,7 +1,7 @@
 // moehub::plan -- host-side planning of one MoE layer over an expert-parallel group:
 // the ring schedule, the per-hop communication volumes of the two ring modes and the
-// choice between them, and the device-buffer plans (bytes per rank) of the ring and of
-// the all-to-all baseline with their predicted peaks.
+// choice between them, and hop chunks. The steps of a ring pass are in ring_steps.hpp,
+// the device memory a rank of the GPU harness holds in layer_memory.hpp.
 //
 // Notation (all per rank): T = tokens_per_rank, H = hidden, F = ffn, E = experts,
 // k = top_k, N = ep, E_l = E / N (local experts), d = dtype_bytes (activations and
@@ -94,82 +94,5 @@ struct HopChunk {
 std::vector<HopChunk> hop_chunks(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);
 /// The largest chunk's rows (0 when there are no rows).
 std::int64_t max_chunk_rows(const std::vector<std::int64_t>& rows_per_expert, std::int64_t max_rows_per_chunk);
-
-// Device-buffer plans (bytes) per rank for one layer forward and backward, from exact per-rank routing counts;
-// each named buffer with its size, and the predicted peak (max over the phases of the sum of live buffers).
-//
-// Both plans count what the layer holds on the device from its input to its input
-// gradient: the input, routing and output the caller provides or receives are counted
-// (they are live during the layer), persistent model state (the rank's own expert
-// weights and their gradients) is not.
-//
-// All-to-all plan (R_s = rows_sent = T*k token-expert rows this rank dispatches,
-// R_r = rows_received for its local experts):
-//   input            T*H*d         routing        T*k*(4+4)
-//   permuted_input   R_s*H*d       top-k-expanded input sorted by destination rank
-//   received         R_r*H*d       dispatched rows for the local experts
-//   expert_gate_up   R_r*2F*d      x Wg | x Wu (2F per row)
-//   expert_act       R_r*F*d       silu(gate) * up
-//   expert_output    R_r*H*d       act Wd
-//   combine_buffer   R_s*H*d       expert outputs returned to the tokens' rank
-//   output           T*H*d         unpermute with the weighted sum
-//   d_output         T*H*d         d_permuted      R_s*H*d     d_received  R_r*H*d
-//   d_act            R_r*F*d       d_gate_up       R_r*2F*d    d_expert_input R_r*H*d
-//   d_dispatch_back  R_s*H*d       d_input         T*H*d       d_topk_weights T*k*4
-// Forward keeps received, expert_gate_up, expert_act and combine_buffer for backward
-// (the tensors the standard path saves); every other buffer is freed once its consumer
-// ran. Phases (live set = input, routing and the saved tensors so far, plus):
-//   fwd permute: permuted_input | dispatch: permuted_input, received | gate/up GEMM,
-//   activation, down GEMM: their inputs and outputs | combine: expert_output,
-//   combine_buffer | unpermute: output.
-//   bwd (output and d_output live throughout): unpermute: d_permuted | combine
-//   (d_out to the experts): d_permuted, d_received | down GEMM: d_received, d_act |
-//   activation: d_act, d_gate_up | gate/up GEMM: d_gate_up, d_expert_input | dispatch
-//   back: d_expert_input, d_dispatch_back | permute back: d_dispatch_back, d_input.
-// The peak is normally "bwd combine": the saved expanded tensors plus the two expanded
-// gradient buffers of the exchange.
-// max_rows_per_local_expert is checked (<= R_r <= E_l * it) but does not change the
-// peak: all local experts run in one grouped GEMM over the R_r rows.
-//
-// Ring plan (m = max_rows_matched_in_one_hop, the largest number of token-expert rows
-// one rank computes in one hop; c = max_rows_in_one_chunk, the largest hop chunk (see
-// hop_chunks), or m when the hop is not chunked (argument < 0): the per-hop buffers below
-// hold one chunk, c rows, and are reused by the hop's chunks):
-//   input            T*H*d         routing        T*k*(4+4)      output  T*H*d
-//   output_accum     T*H*a         (forward; freed when the output is written)
-//   d_output         T*H*d         d_input_accum  T*H*a          d_topk_weights T*k*4
-//   (expert mode with a == d: the hops add straight into output / d_input, rounding once
-//   per add; there is no separate accumulator)
-//   expert mode:  weights_current, weights_prefetch   E_l*W*d each
-//                 wgrad_accum, wgrad_inflight          E_l*W*g each (backward)
-//                 after the last hop the owner receives its partition's gradient sum into
-//                 the free wgrad buffer and converts it into the (fp32, persistent) parameter
-//                 gradient: phase "bwd weight gradient home" (when g = 4 it is received
-//                 straight into the parameter gradient and the phase holds only the sender)
-//   token mode:   tokens_current, tokens_prefetch      T*(H*d + k*8 + H*a) each (forward)
-//                                                       T*(2H*d + k*8 + H*a + k*4) each (backward)
-//   per hop:      hop_x m*H*d, hop_gate_up m*2F*d, hop_act m*F*d, hop_y m*H*d (forward);
-//                 hop_dy m*H*d, hop_d_act m*F*d, hop_d_gate_up m*2F*d, hop_d_x m*H*d (backward)
-// freed before the next hop. Inside a hop each intermediate is freed after its last use:
-//   fwd: gather hop_x | gate/up GEMM: hop_x, hop_gate_up | activation: hop_gate_up,
-//        hop_act | down GEMM: hop_act, hop_y (scattered with the gate weights into the
-//        accumulator)
-//   bwd (recomputation): gather hop_x, hop_dy | recompute hop_gate_up, hop_act |
-//        down GEMM: + hop_d_act (dy Wd^T; d_topk_weights = dot(dy Wd^T, act); dWd) |
-//        activation: hop_x, hop_gate_up, hop_d_act, hop_d_gate_up | gate/up GEMM:
-//        hop_x, hop_d_gate_up, hop_d_x (dWg, dWu; scatter-add into d_input_accum).
-// Expert routing, backward: the weight-gradient GEMMs of a hop accumulate into the
-// partial sums received from the previous rank (wgrad_accum), while the sums of the
-// previous hop leave (wgrad_inflight) together with the next weights.
-struct Buffer { std::string name; std::size_t bytes; };
-struct BufferPlan { std::vector<Buffer> buffers; std::size_t peak_bytes;
-                    std::string peak_phase;  ///< the phase at which the peak occurs
-};
-BufferPlan plan_a2a(const MoeProblem&, std::int64_t rows_sent, std::int64_t rows_received, std::int64_t max_rows_per_local_expert);
-BufferPlan plan_ring(const MoeProblem&, RingMode, std::int64_t max_rows_matched_in_one_hop,
-                     std::int64_t max_rows_in_one_chunk = -1);
-
-/// Bytes of the named buffer in a plan; throws std::out_of_range when absent.
-std::size_t buffer_bytes(const BufferPlan&, const std::string& name);
 
 }  // namespace moehub::plan

@@ -247,6 +247,37 @@ TEST(GpuLayer, GemmImplementationsAgree) {
     EXPECT_TRUE(exits_with(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g, 0)) << g;
 }
 
+TEST(GpuMemory, PlansEqualTheMeasuredPeaksOnEveryRank) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the memory measurement runs only on a GPU machine";
+  // every schedule and ring variant (fp32 and bf16 accumulators; whole hops, one expert per
+  // chunk, and chunks of 8 rows, which split experts of about 12 rows at EP 4) at EP 1, 2
+  // and 4: the plan of each rank (plan::plan_a2a / plan_ring from its counts) must equal
+  // the peak its tracked allocator measured, to the byte (the `memory` column plan_err_B)
+  const RunResult r = run_bin(
+      "memory --ep 1,2,4 --tokens 48 --hidden 128 --ffn 64 --experts 16 --top-k 4 --schedules a2a,ring-expert,ring-token "
+      "--ring-accum fp32,bf16 --hop-chunk-rows 0,-1,8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  int rows = 0;
+  std::size_t pos = 0;
+  while (pos < r.output.size()) {
+    const std::size_t end = std::min(r.output.find('\n', pos), r.output.size());
+    const std::string line = r.output.substr(pos, end - pos);
+    pos = end + 1;
+    int ep = 0;
+    char sched[64] = {0};
+    double peak = 0, above = 0, pool = 0, plan = 0;
+    long long err = -1;
+    if (std::sscanf(line.c_str(), "%d %63s %lf %lf %lf %lf %lld", &ep, sched, &peak, &above, &pool, &plan, &err) != 7)
+      continue;
+    ++rows;
+    EXPECT_EQ(err, 0) << line;
+    EXPECT_GT(peak, 0.0) << line;
+  }
+  // per EP: a2a once, and each ring schedule with 2 accumulator types x 3 chunk limits
+  EXPECT_EQ(rows, 3 * (1 + 2 * 2 * 3)) << r.output;
+  EXPECT_EQ(r.output.find("does not fit"), std::string::npos) << r.output;
+}
+
 float bf16_to_float(std::uint16_t b) {
   const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
   float f;

@@ -11,6 +11,7 @@
 #include "a2a_segments.hpp"
 #include "cuda_check.hpp"
 #include "expert_ops.hpp"
+#include "ring_hop.hpp"
 #include "schedule.hpp"
 
 namespace moehub::gpu {
@@ -23,9 +24,7 @@ class A2ASchedule final : public LayerSchedule {
   std::string name() const override { return "a2a"; }
 
   plan::BufferPlan memory_plan(const LayerConfig& c, const CountMatrix& cm, int rank) const override {
-    std::int64_t most = 0;
-    for (std::int64_t i = 0; i < cm.local_experts(); ++i) most = std::max(most, cm.received_by_expert(rank, i));
-    return plan::plan_a2a(plan_problem(c), cm.sent(rank), cm.received(rank), most);
+    return plan::plan_a2a(ring_routing(c, cm), rank, c.hidden, c.ffn, c.top_k);
   }
 
   void forward(MoeLayer& L) override {

@@ -29,11 +29,8 @@ class RingExpertSchedule final : public LayerSchedule {
   bool ring_options() const override { return true; }
 
   plan::BufferPlan memory_plan(const LayerConfig& c, const CountMatrix& cm, int rank) const override {
-    // the ring's accumulators and gradient partitions as the layer holds them
-    plan::MoeProblem pp = plan_problem(c);
-    pp.accum_bytes = pp.grad_bytes = c.ring_accum == RingAccum::kBf16 ? 2 : 4;
-    return plan::plan_ring(pp, plan::RingMode::kExpert, largest_hop_chunk(c, cm, rank, true, 0),
-                           largest_hop_chunk(c, cm, rank, true, c.hop_chunk_rows));
+    return plan::plan_ring(ring_routing(c, cm), rank, c.hidden, c.ffn, c.top_k, plan::RingMode::kExpert,
+                           ring_step_options(c, plan::RingMode::kExpert));
   }
 
   void forward(MoeLayer& L) override {
@@ -67,11 +64,9 @@ class RingExpertSchedule final : public LayerSchedule {
     p.pass = bwd ? "bwd" : "fwd";
     p.mode = "ring-expert";
     // the pass's steps (every local rank holds the same count matrix): planned once
-    plan::RingOptions ro;
-    ro.chunk_rows = c.hop_chunk_rows;
-    ro.accum_bytes = ro.grad_bytes = acc16 ? 2 : 4;
     plan::RingPassSteps all = plan::ring_pass_steps(ring_routing(c, L.ranks()[0]->count_matrix), c.hidden, c.ffn, c.top_k,
-                                                    2, plan::RingMode::kExpert, bwd, ro);
+                                                    2, plan::RingMode::kExpert, bwd,
+                                                    ring_step_options(c, plan::RingMode::kExpert));
     for (std::size_t li = 0; li < st.size(); ++li) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];

@@ -28,10 +28,8 @@ class RingTokenSchedule final : public LayerSchedule {
   bool ring_options() const override { return true; }
 
   plan::BufferPlan memory_plan(const LayerConfig& c, const CountMatrix& cm, int rank) const override {
-    plan::MoeProblem pp = plan_problem(c);
-    pp.accum_bytes = pp.grad_bytes = c.ring_accum == RingAccum::kBf16 ? 2 : 4;
-    return plan::plan_ring(pp, plan::RingMode::kToken, largest_hop_chunk(c, cm, rank, false, 0),
-                           largest_hop_chunk(c, cm, rank, false, c.hop_chunk_rows));
+    return plan::plan_ring(ring_routing(c, cm), rank, c.hidden, c.ffn, c.top_k, plan::RingMode::kToken,
+                           ring_step_options(c, plan::RingMode::kToken));
   }
 
   void forward(MoeLayer& L) override {
@@ -61,11 +59,9 @@ class RingTokenSchedule final : public LayerSchedule {
     p.pass = bwd ? "bwd" : "fwd";
     p.mode = "ring-token";
     // the pass's steps (every local rank holds the same count matrix): planned once
-    plan::RingOptions ro;
-    ro.chunk_rows = c.hop_chunk_rows;
-    ro.accum_bytes = static_cast<int>(acc_elem);
     plan::RingPassSteps all = plan::ring_pass_steps(ring_routing(c, L.ranks()[0]->count_matrix), c.hidden, c.ffn, c.top_k,
-                                                    2, plan::RingMode::kToken, bwd, ro);
+                                                    2, plan::RingMode::kToken, bwd,
+                                                    ring_step_options(c, plan::RingMode::kToken));
     for (std::size_t li = 0; li < st.size(); ++li) {
       Rank& r = *L.ranks()[li];
       RankState& s = st[li];
