@@ -51,12 +51,23 @@ int cmd_memory(const Args& a) {
     c.ep = static_cast<int>(ep);
     std::map<std::string, double> peak_of, above_of;
     try {
-      auto tr = make_folded_transport(c.ep, 0);
-      MoeLayer layer(c, *tr, impl);
-      layer.allocate_inputs();
-      fill_inputs(layer, 1234);
+      // the layer with its inputs; made again after a variant ran out of memory (its
+      // buffers are then still allocated), with the same inputs and so the same routing
+      std::unique_ptr<Transport> tr;
+      std::unique_ptr<MoeLayer> held;
+      const auto fresh = [&] {
+        held.reset();
+        tr.reset();
+        tr = make_folded_transport(c.ep, 0);
+        held = std::make_unique<MoeLayer>(c, *tr, impl);
+        held->allocate_inputs();
+        fill_inputs(*held, 1234);
+      };
+      fresh();
       for (const LayerVariant& v : variants) {
         const std::string& sn = v.label;
+        if (!held) fresh();
+        MoeLayer& layer = *held;
         layer.set_ring_options(v.accum, v.chunk_rows);
         std::vector<std::int64_t> peaks, pools, above;
         std::string top;
@@ -104,7 +115,9 @@ int cmd_memory(const Args& a) {
         } catch (const OutOfMemory& e) {  // a size limit; any other failure ends the command
           std::printf("%-4lld %-12s does not fit on this GPU folded: %s\n", static_cast<long long>(ep), sn.c_str(), e.what());
           cudaGetLastError();
-          break;
+          // the next variant may need less: it starts from a new layer
+          layer.synchronize();
+          held.reset();
         }
         std::fflush(stdout);
       }

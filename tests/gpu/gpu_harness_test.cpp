@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -276,6 +277,106 @@ TEST(GpuMemory, PlansEqualTheMeasuredPeaksOnEveryRank) {
   // per EP: a2a once, and each ring schedule with 2 accumulator types x 3 chunk limits
   EXPECT_EQ(rows, 3 * (1 + 2 * 2 * 3)) << r.output;
   EXPECT_EQ(r.output.find("does not fit"), std::string::npos) << r.output;
+}
+
+/// The lines of a command's output.
+std::vector<std::string> lines_of(const std::string& out) {
+  std::vector<std::string> v;
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    const std::size_t end = std::min(out.find('\n', pos), out.size());
+    v.push_back(out.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return v;
+}
+
+// The measurement commands at small shapes: they run, and print what their docs say they
+// print, with figures that can be true (the timed figures themselves are the device
+// stages' business: scripts/gpu/device_run.sh).
+TEST(GpuCommands, RunTimesEverySchedulesLayerAndReadsItsTraceBack) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the measurement commands run only on a GPU machine";
+  for (const char* sched : {"a2a", "ring-expert", "ring-token", "ring"}) {
+    const std::string dir = ::testing::TempDir() + "moehub_run_trace_" + sched;
+    std::filesystem::remove_all(dir);  // the trace must be this run's
+    const RunResult r = run_bin(std::string("run --schedule ") + sched +
+                                " --ep 2 --tokens 64 --hidden 64 --ffn 32 --experts 8 --top-k 2 --iters 2 --trace-dir " + dir);
+    ASSERT_EQ(r.status, 0) << sched << ":\n" << r.output;
+    double median = -1;
+    int iters = 0;
+    std::size_t routing = 0, gemm = 0, hops = 0, memory = 0;
+    bool timed = false, traced = false;
+    for (const std::string& l : lines_of(r.output)) {
+      if (std::sscanf(l.c_str(), "layer forward+backward (host wall, all local ranks): median %lf us over %d iterations",
+                      &median, &iters) == 2)
+        timed = true;
+      char path[512];
+      if (std::sscanf(l.c_str(), "trace written to %511s and read back: %zu routing files, %zu gemm rows, %zu hop rows, %zu memory samples",
+                      path, &routing, &gemm, &hops, &memory) == 5)
+        traced = true;
+    }
+    EXPECT_TRUE(timed) << sched << ":\n" << r.output;
+    EXPECT_GT(median, 0.0) << sched;
+    EXPECT_EQ(iters, 2) << sched;
+    ASSERT_TRUE(traced) << sched << ":\n" << r.output;
+    EXPECT_GT(routing, 0u) << sched;
+    EXPECT_GT(gemm, 0u) << sched;
+    EXPECT_GT(hops, 0u) << sched;
+    EXPECT_GT(memory, 0u) << sched;
+  }
+}
+
+TEST(GpuCommands, BenchHopTimesBothPasses) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the measurement commands run only on a GPU machine";
+  // weights of 0.8 MB a partition: the copy's MB column (one decimal) is not 0.0
+  const RunResult r = run_bin("bench-hop --ep 2 --tokens 64 --hidden 256 --ffn 128 --experts 8 --top-k 2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  int passes = 0;
+  for (const std::string& l : lines_of(r.output)) {
+    char pass[16] = {0};
+    double compute = -1, copy = -1, mb = -1, gbs = -1, both = -1, ratio = -1;
+    if (std::sscanf(l.c_str(), "%15s hop: compute %lf us, copy %lf us (%lf MB, %lf GB/s), overlapped %lf us = %lfx", pass,
+                    &compute, &copy, &mb, &gbs, &both, &ratio) != 7)
+      continue;
+    ++passes;
+    EXPECT_GT(compute, 0.0) << l;
+    EXPECT_GT(copy, 0.0) << l;
+    EXPECT_GT(mb, 0.0) << l;
+    EXPECT_GT(both, 0.0) << l;
+  }
+  EXPECT_EQ(passes, 2) << r.output;  // forward and backward
+}
+
+TEST(GpuCommands, BenchGemmTimesEveryImplementationBesideDense) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: the measurement commands run only on a GPU machine";
+  const RunResult r = run_bin("bench-gemm --tokens 256 --models qwen3-30b-a3b --routing skewed");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<std::string> names;
+  for (const std::string& l : lines_of(r.output)) {
+    // "<model> <name> gate+up T us F TFLOP/s | down T us F TFLOP/s"; a name may carry a
+    // fallback's reason in parentheses, with spaces
+    const std::size_t at = l.find(" gate+up ");
+    const std::size_t sp = l.find(' ');
+    if (at == std::string::npos || sp >= at) continue;
+    double t1 = -1, f1 = -1, t2 = -1, f2 = -1;
+    if (std::sscanf(l.c_str() + at, " gate+up %lf us %lf TFLOP/s | down %lf us %lf TFLOP/s", &t1, &f1, &t2, &f2) != 4) continue;
+    const std::string model = l.substr(0, sp);
+    std::string name = l.substr(sp, at - sp);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);  // printed padded to a column
+    EXPECT_EQ(model, "qwen3-30b-a3b") << l;
+    EXPECT_GT(t1, 0.0) << l;
+    EXPECT_GT(t2, 0.0) << l;
+    EXPECT_GT(f1, 0.0) << l;
+    names.push_back(name);
+  }
+  // the forward implementations and dense, then the weight gradients and their dense
+  for (const char* want : {"loop", "streams4", "streams8", "streams16", "grouped", "wgmma", "auto", "dense-same-flops",
+                           "wgrad-loop", "wgrad-streams4", "wgrad-wgmma", "wgrad-auto", "wgrad-dense-same-flops"})
+    EXPECT_NE(std::find_if(names.begin(), names.end(),
+                           [&](const std::string& n) { return n.rfind(want, 0) == 0 && (n == want || n[std::strlen(want)] == '('); }),
+              names.end())
+        << want << " missing from:\n" << r.output;
 }
 
 float bf16_to_float(std::uint16_t b) {
