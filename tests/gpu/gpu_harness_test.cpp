@@ -248,6 +248,18 @@ TEST(GpuLayer, GemmImplementationsAgree) {
     EXPECT_TRUE(exits_with(std::string("check --ep 2 --routing skewed --tokens 32 --hidden 64 --ffn 32 --experts 8 --top-k 2 --gemm ") + g, 0)) << g;
 }
 
+/// The lines of a command's output.
+std::vector<std::string> lines_of(const std::string& out) {
+  std::vector<std::string> v;
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    const std::size_t end = std::min(out.find('\n', pos), out.size());
+    v.push_back(out.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return v;
+}
+
 TEST(GpuMemory, PlansEqualTheMeasuredPeaksOnEveryRank) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: the memory measurement runs only on a GPU machine";
   // every schedule and ring variant (fp32 and bf16 accumulators; whole hops, one expert per
@@ -259,11 +271,7 @@ TEST(GpuMemory, PlansEqualTheMeasuredPeaksOnEveryRank) {
       "--ring-accum fp32,bf16 --hop-chunk-rows 0,-1,8");
   ASSERT_EQ(r.status, 0) << r.output;
   int rows = 0;
-  std::size_t pos = 0;
-  while (pos < r.output.size()) {
-    const std::size_t end = std::min(r.output.find('\n', pos), r.output.size());
-    const std::string line = r.output.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& line : lines_of(r.output)) {
     int ep = 0;
     char sched[64] = {0};
     double peak = 0, above = 0, pool = 0, plan = 0;
@@ -277,18 +285,6 @@ TEST(GpuMemory, PlansEqualTheMeasuredPeaksOnEveryRank) {
   // per EP: a2a once, and each ring schedule with 2 accumulator types x 3 chunk limits
   EXPECT_EQ(rows, 3 * (1 + 2 * 2 * 3)) << r.output;
   EXPECT_EQ(r.output.find("does not fit"), std::string::npos) << r.output;
-}
-
-/// The lines of a command's output.
-std::vector<std::string> lines_of(const std::string& out) {
-  std::vector<std::string> v;
-  std::size_t pos = 0;
-  while (pos < out.size()) {
-    const std::size_t end = std::min(out.find('\n', pos), out.size());
-    v.push_back(out.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return v;
 }
 
 // The measurement commands at small shapes: they run, and print what their docs say they
