@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <map>
@@ -103,10 +104,16 @@ int cmd_run(const Args& a) {
     }
     if (it < iters) layer.free_outputs();
   }
-  // per-rank peak of the tracked allocator over the last iteration (inputs included)
+  // per-rank peak of the tracked allocator over the last iteration (inputs included), beside
+  // the schedule's memory plan for the rank (layer_memory.hpp: the same allocations)
   for (auto& r : layer.ranks()) {
-    std::printf("rank %d: peak device memory of the layer %.3f GiB (tracked, inputs included)\n", r->rank,
-                static_cast<double>(r->mem->peak()) / (1024.0 * 1024.0 * 1024.0));
+    const long long plan = static_cast<long long>(sched->memory_plan(layer.config(), r->count_matrix, r->rank).peak_bytes);
+    const long long diff = static_cast<long long>(r->mem->peak()) - plan;
+    const std::string vs = diff == 0 ? std::string("equal to the memory plan")
+                                     : std::to_string(std::llabs(diff)) + (diff > 0 ? " bytes above" : " bytes below") +
+                                           " the memory plan";
+    std::printf("rank %d: peak device memory of the layer %.3f GiB (tracked, inputs included; %s)\n", r->rank,
+                static_cast<double>(r->mem->peak()) / (1024.0 * 1024.0 * 1024.0), vs.c_str());
   }
   const auto hops = layer.hop_times();
   const auto phases = layer.phase_times();

@@ -302,7 +302,10 @@ TEST(GpuCommands, RunTimesEverySchedulesLayerAndReadsItsTraceBack) {
     int iters = 0;
     std::size_t routing = 0, gemm = 0, hops = 0, memory = 0;
     bool timed = false, traced = false;
+    int ranks_on_plan = 0;  // ranks whose measured peak equals the schedule's memory plan
     for (const std::string& l : lines_of(r.output)) {
+      if (l.rfind("rank ", 0) == 0 && l.find("peak device memory") != std::string::npos)
+        ranks_on_plan += l.find("equal to the memory plan") != std::string::npos ? 1 : 0;
       if (std::sscanf(l.c_str(), "layer forward+backward (host wall, all local ranks): median %lf us over %d iterations",
                       &median, &iters) == 2)
         timed = true;
@@ -312,6 +315,7 @@ TEST(GpuCommands, RunTimesEverySchedulesLayerAndReadsItsTraceBack) {
         traced = true;
     }
     EXPECT_TRUE(timed) << sched << ":\n" << r.output;
+    EXPECT_EQ(ranks_on_plan, 2) << sched << ":\n" << r.output;
     EXPECT_GT(median, 0.0) << sched;
     EXPECT_EQ(iters, 2) << sched;
     ASSERT_TRUE(traced) << sched << ":\n" << r.output;
