@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "cuda_check.hpp"
+#include "layer_memory.hpp"
 
 namespace moehub::gpu {
 
@@ -26,7 +27,7 @@ RankAllocator::~RankAllocator() {
 
 void* RankAllocator::alloc(std::size_t bytes, const std::string& name) {
   void* p = nullptr;
-  const std::size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
+  const std::size_t rounded = plan::allocation_bytes(bytes);  // the memory plans count the same
   const cudaError_t e = cudaMallocFromPoolAsync(&p, rounded, pool_, stream_);
   if (e != cudaSuccess) {
     const std::string what = "device allocation of " + std::to_string(rounded) + " bytes for '" + name +

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,13 +94,14 @@ int cmd_memory(const Args& a) {
             top += bufs[i].second + "=" + gib(bufs[i].first) + " ";
           // the plan of every rank from its exact counts, with this variant's options: rank
           // 0's shown, the largest difference from a rank's measured peak in bytes
-          const plan::BufferPlan bp = sched->memory_plan(layer.config(), layer.ranks()[0]->count_matrix, 0);
+          std::vector<plan::BufferPlan> plans;
           long long plan_err = 0;
           for (std::size_t i = 0; i < layer.ranks().size(); ++i) {
             const auto& r = layer.ranks()[i];
-            const plan::BufferPlan ri = sched->memory_plan(layer.config(), r->count_matrix, r->rank);
-            plan_err = std::max(plan_err, std::llabs(static_cast<long long>(ri.peak_bytes) - static_cast<long long>(peaks[i])));
+            plans.push_back(sched->memory_plan(layer.config(), r->count_matrix, r->rank));
+            plan_err = std::max(plan_err, std::llabs(static_cast<long long>(plans.back().peak_bytes) - static_cast<long long>(peaks[i])));
           }
+          const plan::BufferPlan& bp = plans[0];
           layer.free_outputs();
           for (auto& r : layer.ranks()) r->mem->trim();
           const double mx = static_cast<double>(*std::max_element(peaks.begin(), peaks.end()));

@@ -16,8 +16,7 @@ class Trace {
   /// Starts the step that the next allocations belong to (the peak's phase).
   void step(std::string name) { step_ = std::move(name); }
   std::size_t alloc(const std::string& name, std::int64_t bytes) {
-    const auto b = static_cast<std::size_t>(bytes);
-    const std::size_t rounded = b == 0 ? kAllocGranuleBytes : (b + kAllocGranuleBytes - 1) / kAllocGranuleBytes * kAllocGranuleBytes;
+    const std::size_t rounded = allocation_bytes(static_cast<std::size_t>(bytes));
     plan_.buffers.push_back({name, rounded});
     live_.push_back(true);
     in_use_ += rounded;
@@ -52,20 +51,14 @@ struct Shape {
 
 Shape shape_of(const RingRouting& r, int rank, int hidden, int ffn, int top_k, const char* who) {
   const auto bad = [&](const std::string& what) { throw std::invalid_argument(std::string(who) + ": " + what); };
+  validate_routing(r, who);
   const int n = r.ranks();
-  if (n < 1 || r.first_expert.size() != static_cast<std::size_t>(n) + 1 || r.pairs.size() != static_cast<std::size_t>(n))
-    bad("the routing needs N >= 1 ranks with N + 1 expert bounds and N rows of pair counts");
   if (rank < 0 || rank >= n) bad("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(n) + ")");
   if (hidden < 1 || ffn < 1 || top_k < 1) bad("hidden, ffn and top_k must be >= 1");
   const auto g = static_cast<std::size_t>(rank);
   Shape s{r.tokens[g], hidden, ffn, r.first_expert.back(), r.first_expert[g + 1] - r.first_expert[g], top_k};
-  if (s.T < 0 || s.El < 0 || s.E < 1) bad("tokens must be >= 0 and the rank's experts a valid range");
+  if (s.E < 1) bad("the routing needs at least one expert");
   std::int64_t pairs = 0;
-  for (const auto& row : r.pairs) {
-    if (row.size() != static_cast<std::size_t>(s.E)) bad("every row of pair counts must have E entries");
-    for (std::int64_t c : row)
-      if (c < 0) bad("negative pair count");
-  }
   for (std::int64_t c : r.pairs[g]) pairs += c;
   if (pairs != s.T * s.K)
     bad("rank " + std::to_string(rank) + " routes " + std::to_string(pairs) + " pairs, not tokens * top_k = " +

@@ -48,8 +48,12 @@
 
 namespace moehub::plan {
 
-/// The harness allocator's rounding (host/gpu/device_memory.cpp).
+/// The harness allocator's rounding (host/gpu/device_memory.cpp takes its sizes from here).
 constexpr std::size_t kAllocGranuleBytes = 256;
+/// The bytes an allocation of `bytes` takes: rounded up to the granule, one granule for 0.
+constexpr std::size_t allocation_bytes(std::size_t bytes) {
+  return bytes == 0 ? kAllocGranuleBytes : (bytes + kAllocGranuleBytes - 1) / kAllocGranuleBytes * kAllocGranuleBytes;
+}
 
 /// One allocation: its name as the harness gives it and its rounded size.
 struct Buffer {

@@ -18,15 +18,15 @@ RingRouting uniform_ring_routing(int ranks, int experts, std::int64_t tokens, co
   return r;
 }
 
-namespace {
-
-void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const RingOptions& o) {
+void validate_routing(const RingRouting& r, const std::string& who) {
   const int n = r.ranks();
-  auto bad = [](const std::string& what) { throw std::invalid_argument("ring_pass_steps: " + what); };
+  auto bad = [&](const std::string& what) { throw std::invalid_argument(who + ": " + what); };
   if (n < 1) bad("no ranks");
   if (r.first_expert.size() != static_cast<std::size_t>(n) + 1 || r.first_expert[0] != 0) bad("first_expert must have N+1 entries from 0");
   for (int g = 0; g < n; ++g)
     if (r.first_expert[static_cast<std::size_t>(g) + 1] < r.first_expert[static_cast<std::size_t>(g)]) bad("first_expert must not decrease");
+  for (std::int64_t t : r.tokens)
+    if (t < 0) bad("negative token count");
   const auto E = static_cast<std::size_t>(r.first_expert.back());
   if (r.pairs.size() != static_cast<std::size_t>(n)) bad("pairs must have N rows");
   for (const auto& row : r.pairs) {
@@ -34,6 +34,13 @@ void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const Ri
     for (std::int64_t c : row)
       if (c < 0) bad("negative pair count");
   }
+}
+
+namespace {
+
+void check(const RingRouting& r, int hidden, int ffn, int top_k, int d, const RingOptions& o) {
+  validate_routing(r, "ring_pass_steps");
+  auto bad = [](const std::string& what) { throw std::invalid_argument("ring_pass_steps: " + what); };
   if (hidden < 1 || ffn < 1 || top_k < 1 || d < 1) bad("hidden, ffn, top_k and dtype bytes must be >= 1");
   if (o.chunk_rows < kOneExpertPerChunk || o.accum_bytes < 1 || o.grad_bytes < 1)
     bad("chunk rows >= -1 (-1: one expert per chunk), accumulator and gradient bytes >= 1");

@@ -68,6 +68,10 @@ struct RingRouting {
 };
 /// Every rank owns E / N experts (E % N == 0) and `tokens` tokens; counts rank-major [N][E].
 RingRouting uniform_ring_routing(int ranks, int experts, std::int64_t tokens, const std::vector<std::int32_t>& counts);
+/// Throws std::invalid_argument("<who>: ...") unless the routing is consistent: N >= 1
+/// ranks, N + 1 non-decreasing expert bounds from 0, no negative token count, N rows of
+/// E pair counts, none negative.
+void validate_routing(const RingRouting& routing, const std::string& who);
 
 struct RingOptions {
   std::int64_t chunk_rows = 0;  ///< hop_chunks limit (0: one chunk per hop)

@@ -184,6 +184,15 @@ TEST(LayerMemory, RefusesRoutingAndOptionsTheHarnessCannotRun) {
   neg.pairs[1][0] = -6;
   neg.pairs[1][1] = 16;
   EXPECT_NE(message([&] { moehub::plan::plan_a2a(neg, 0, kH, kF, kK); }).find("negative pair count"), std::string::npos);
+  RingRouting bounds = r;
+  bounds.first_expert = {0, 3, 2};
+  EXPECT_NE(message([&] { moehub::plan::plan_a2a(bounds, 0, kH, kF, kK); }).find("plan_a2a: first_expert must not decrease"),
+            std::string::npos);
+  RingRouting tokens = r;
+  tokens.tokens[1] = -1;
+  EXPECT_NE(message([&] { moehub::plan::plan_ring(tokens, 0, kH, kF, kK, RingMode::kExpert, RingOptions{}); })
+                .find("plan_ring: negative token count"),
+            std::string::npos);
   RingOptions o;
   o.accum_bytes = 8;
   EXPECT_NE(message([&] { moehub::plan::plan_ring(r, 0, kH, kF, kK, RingMode::kExpert, o); }).find("2 or 4"),
