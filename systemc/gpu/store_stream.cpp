@@ -35,12 +35,6 @@ void StoreStream::enable(std::int32_t dst, Tick t) {
   }
 }
 
-std::uint64_t StoreStream::total_packets() const {
-  std::uint64_t n = 0;
-  for (const auto& c : cursors_) n += static_cast<std::uint64_t>(c.batch.count) * fmt_.packets_per_row(row_bytes_);
-  return n;
-}
-
 void StoreStream::fill_head() {
   if (rr_ >= active_.size()) rr_ = 0;
   const Cursor& c = cursors_[active_[rr_]];

@@ -104,7 +104,6 @@ class StoreStream : public StoreSource {
   }
   void pop(Tick taken) override;
   bool finished() const override { return remaining_batches_ == 0; }
-  std::uint64_t total_packets() const;
 
  private:
   struct Cursor {

@@ -95,6 +95,8 @@ TEST(Apt, RejectsBadInputAndForeignIds) {
   EXPECT_THROW(apt.region(make_malloc_id(1, 3)), std::out_of_range);                       // never registered
   EXPECT_EQ(region_full_policy_from("stall"), RegionFullPolicy::kStall);
   EXPECT_EQ(region_full_policy_from("error"), RegionFullPolicy::kError);
+  for (const RegionFullPolicy p : {RegionFullPolicy::kStall, RegionFullPolicy::kError})
+    EXPECT_EQ(region_full_policy_from(to_string(p)), p);  // the names read back
   try {
     region_full_policy_from("drop");
     FAIL();
