@@ -169,9 +169,8 @@ BufferPlan plan_ring(const RingRouting& routing, int rank, int hidden, int ffn, 
     const std::string pass = bwd ? "bwd" : "fwd";
     t.step(pass + " ring buffers");
     // the hop buffers hold the largest chunk of this rank's hops (the steps the pass runs)
-    const RingPassSteps steps = ring_pass_steps(routing, hidden, ffn, top_k, 2, mode, bwd, o);
     std::int64_t most = 0;
-    for (const HopSteps& hs : steps.hops[static_cast<std::size_t>(rank)])
+    for (const HopSteps& hs : ring_hop_steps(routing, rank, hidden, ffn, top_k, 2, mode, bwd, o))
       for (const ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
     std::vector<std::size_t> ids = hop_buffers(t, s, most, bwd, expert && bwd && o.chunk_rows != 0);
     if (expert) {

@@ -115,5 +115,10 @@ struct RingPassSteps {
 /// for inconsistent routing (sizes, a negative count) or options.
 RingPassSteps ring_pass_steps(const RingRouting& routing, int hidden, int ffn, int top_k, int dtype_bytes, RingMode mode,
                               bool backward, const RingOptions& options);
+/// One rank's hops of that pass: `ring_pass_steps(...).hops[rank]`, without the other
+/// ranks' (N times less work). Throws std::invalid_argument as ring_pass_steps does, and
+/// for a rank outside [0, N).
+std::vector<HopSteps> ring_hop_steps(const RingRouting& routing, int rank, int hidden, int ffn, int top_k, int dtype_bytes,
+                                     RingMode mode, bool backward, const RingOptions& options);
 
 }  // namespace moehub::plan

@@ -171,6 +171,63 @@ TEST(RingSteps, PrologueAndEpilogueAreTheGpuHarnesss) {
   }
 }
 
+// Every field of a rank's hops, as text: two hops lists print alike only if they are equal.
+std::string dump(const std::vector<HopSteps>& hops) {
+  std::string out;
+  for (const HopSteps& h : hops) {
+    out += "hop " + std::to_string(h.rank) + "/" + std::to_string(h.hop) + " p" + std::to_string(h.partition) + " " +
+           std::to_string(h.payload_bytes) + " " + std::to_string(h.accum_bytes) + "\n";
+    for (const ChunkSteps& c : h.chunks) {
+      out += " chunk " + std::to_string(c.first) + "-" + std::to_string(c.last) + " rows " + std::to_string(c.rows) +
+             " at " + std::to_string(c.pair_offset) + ":";
+      for (std::int64_t e : c.expert_rows) out += " " + std::to_string(e);
+      out += "\n";
+      for (const KernelStep& k : c.kernels) {
+        out += "  " + k.name + " " + std::to_string(k.bytes) + " a" + std::to_string(k.accum_bytes);
+        for (const GemmDims& g : k.gemms)
+          out += " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
+        out += "\n";
+      }
+    }
+  }
+  return out;
+}
+
+TEST(RingSteps, OneRanksHopsAreThoseOfTheWholePass) {
+  const RingRouting r = uneven();
+  int compared = 0;
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken})
+    for (const bool bwd : {false, true})
+      for (const std::int64_t chunk : {std::int64_t{kOneExpertPerChunk}, std::int64_t{0}, std::int64_t{3}}) {
+        RingOptions o;
+        o.chunk_rows = chunk;
+        o.accum_bytes = 2;
+        o.grad_bytes = 2;
+        const RingPassSteps all = ring_pass_steps(r, 64, 32, 2, 2, mode, bwd, o);
+        for (int g = 0; g < r.ranks(); ++g) {
+          const std::string want = dump(all.hops[static_cast<std::size_t>(g)]);
+          ASSERT_FALSE(want.empty());
+          EXPECT_EQ(dump(ring_hop_steps(r, g, 64, 32, 2, 2, mode, bwd, o)), want)
+              << to_string(mode) << (bwd ? " bwd" : " fwd") << " chunk " << chunk << " rank " << g;
+          ++compared;
+        }
+      }
+  EXPECT_EQ(compared, 2 * 2 * 3 * 4);
+  for (const int bad_rank : {-1, 4}) {
+    try {
+      ring_hop_steps(r, bad_rank, 64, 32, 2, 2, RingMode::kExpert, false, RingOptions{});
+      ADD_FAILURE() << "rank " << bad_rank << " accepted";
+    } catch (const std::invalid_argument& x) {
+      EXPECT_NE(std::string(x.what()).find("ring_hop_steps: rank " + std::to_string(bad_rank) + " outside [0, 3]"),
+                std::string::npos)
+          << x.what();
+    }
+  }
+  RingRouting broken = uneven();
+  broken.pairs[2][1] = -1;
+  EXPECT_THROW(ring_hop_steps(broken, 0, 64, 32, 2, 2, RingMode::kToken, true, RingOptions{}), std::invalid_argument);
+}
+
 TEST(RingSteps, RejectsInconsistentRouting) {
   RingRouting r = uneven();
   r.pairs[1][3] = -1;
