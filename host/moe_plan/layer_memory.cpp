@@ -163,15 +163,16 @@ BufferPlan plan_ring(const RingRouting& routing, int rank, int hidden, int ffn, 
                                 "accumulator and gradient bytes 2 or 4");
   const bool expert = mode == RingMode::kExpert;
   const std::int64_t W = s.El * 3 * s.H * s.F, TH = s.T * s.H, TK = s.T * s.K;
+  // the hop buffers hold the largest chunk of this rank's hops (the steps the passes run;
+  // both passes cut the same chunks, only their kernels differ)
+  std::int64_t most = 0;
+  for (const HopSteps& hs : ring_hop_steps(routing, rank, hidden, ffn, top_k, 2, mode, false, o))
+    for (const ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
   Trace t;
   layer_start(t, s);
   for (const bool bwd : {false, true}) {
     const std::string pass = bwd ? "bwd" : "fwd";
     t.step(pass + " ring buffers");
-    // the hop buffers hold the largest chunk of this rank's hops (the steps the pass runs)
-    std::int64_t most = 0;
-    for (const HopSteps& hs : ring_hop_steps(routing, rank, hidden, ffn, top_k, 2, mode, bwd, o))
-      for (const ChunkSteps& ch : hs.chunks) most = std::max(most, ch.rows);
     std::vector<std::size_t> ids = hop_buffers(t, s, most, bwd, expert && bwd && o.chunk_rows != 0);
     if (expert) {
       if (bwd && o.grad_bytes == 2 && o.chunk_rows > 0) {
