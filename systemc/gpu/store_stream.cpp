@@ -5,7 +5,7 @@
 
 namespace moehub {
 
-StoreStream::StoreStream(std::int32_t src_gpu, std::uint64_t transfer, std::vector<RowBatch> batches,
+StoreStream::StoreStream(std::int32_t src_gpu, std::uint64_t transfer, const std::vector<RowBatch>& batches,
                          std::uint32_t row_bytes, PacketFormat fmt, std::uint32_t packets_per_transaction,
                          double issue_gbps, Tick start, Tick sm_to_hub)
     : src_gpu_(src_gpu),

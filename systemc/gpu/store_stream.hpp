@@ -91,7 +91,7 @@ class StoreStream : public StoreSource {
   /// `packets_per_transaction` is 1 at packet granularity; `sm_to_hub` is the
   /// time from issue to the hub (back-pressure moves the issue clock to
   /// taken - sm_to_hub).
-  StoreStream(std::int32_t src_gpu, std::uint64_t transfer, std::vector<RowBatch> batches, std::uint32_t row_bytes,
+  StoreStream(std::int32_t src_gpu, std::uint64_t transfer, const std::vector<RowBatch>& batches, std::uint32_t row_bytes,
               PacketFormat fmt, std::uint32_t packets_per_transaction, double issue_gbps, Tick start,
               Tick sm_to_hub);
 

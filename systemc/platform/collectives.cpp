@@ -68,7 +68,7 @@ void Collectives::join(int c, int g) {
       row_level ? ceil_div<std::uint32_t>(fmt_.packets_per_row(s.spec->row_bytes),
                                           static_cast<std::uint32_t>(hubs_[gi]->planes()))
                 : 1u;
-  me.stream = std::make_unique<StoreStream>(g, static_cast<std::uint64_t>(c), std::move(batches), s.spec->row_bytes,
+  me.stream = std::make_unique<StoreStream>(g, static_cast<std::uint64_t>(c), batches, s.spec->row_bytes,
                                             fmt_, per_txn, sms_[gi]->store_issue_gbps(s.spec->sms), now, sm_to_hub_);
   // transfers between two GPUs start once both have joined
   for (std::size_t d = 0; d < G; ++d) {

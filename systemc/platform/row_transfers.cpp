@@ -160,7 +160,7 @@ void RowTransfers::start(int g, const Op& op, Tick window) {
   if (me.started) throw std::logic_error(t.spec->name + ": started twice on GPU " + std::to_string(g));
   me.started = true;
   const Tick now = now_ticks();
-  const auto tag = static_cast<std::uint64_t>(kTagBase + c);
+  const auto tag = static_cast<std::uint64_t>(kTagBase) + static_cast<std::uint64_t>(c);
   const RowTransfer& spec = *t.spec;
   std::vector<KernelRow> remote;
   double local_copy = 0;

@@ -38,12 +38,14 @@ void append_address_resolution(std::vector<Op>& ops, int count_collective) {
 
 Op expert_gemm1(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag) {
   std::vector<GemmShape> g;
+  g.reserve(rows.size());
   for (const auto r : rows) g.push_back({r, 2LL * m.expert_ffn_size, m.hidden_size});
   return gemm_op("expert_gemm1" + tag, "expert_compute", std::move(g));
 }
 
 Op expert_gemm2(const ModelConfig& m, const std::vector<std::int64_t>& rows, const std::string& tag) {
   std::vector<GemmShape> g;
+  g.reserve(rows.size());
   for (const auto r : rows) g.push_back({r, m.hidden_size, m.expert_ffn_size});
   return gemm_op("expert_gemm2" + tag, "expert_compute", std::move(g));
 }
