@@ -228,6 +228,35 @@ TEST(RingSteps, OneRanksHopsAreThoseOfTheWholePass) {
   EXPECT_THROW(ring_hop_steps(broken, 0, 64, 32, 2, 2, RingMode::kToken, true, RingOptions{}), std::invalid_argument);
 }
 
+// plan_ring sizes the hop buffers once for both passes: it relies on the backward pass
+// cutting each hop into the same chunks as the forward one (only the kernels differ).
+TEST(RingSteps, BothPassesCutTheSameChunks) {
+  const RingRouting r = uneven();
+  int chunks = 0;
+  for (const RingMode mode : {RingMode::kExpert, RingMode::kToken})
+    for (const std::int64_t chunk : {std::int64_t{kOneExpertPerChunk}, std::int64_t{0}, std::int64_t{3}})
+      for (int g = 0; g < r.ranks(); ++g) {
+        RingOptions o;
+        o.chunk_rows = chunk;
+        const std::vector<HopSteps> fwd = ring_hop_steps(r, g, 64, 32, 2, 2, mode, false, o);
+        const std::vector<HopSteps> bwd = ring_hop_steps(r, g, 64, 32, 2, 2, mode, true, o);
+        ASSERT_EQ(fwd.size(), bwd.size());
+        for (std::size_t h = 0; h < fwd.size(); ++h) {
+          ASSERT_EQ(fwd[h].chunks.size(), bwd[h].chunks.size()) << "rank " << g << " hop " << h;
+          for (std::size_t c = 0; c < fwd[h].chunks.size(); ++c) {
+            const ChunkSteps &f = fwd[h].chunks[c], &b = bwd[h].chunks[c];
+            EXPECT_EQ(f.first, b.first);
+            EXPECT_EQ(f.last, b.last);
+            EXPECT_EQ(f.rows, b.rows) << to_string(mode) << " chunk " << chunk << " rank " << g << " hop " << h;
+            EXPECT_EQ(f.pair_offset, b.pair_offset);
+            EXPECT_EQ(f.expert_rows, b.expert_rows);
+            ++chunks;
+          }
+        }
+      }
+  EXPECT_GT(chunks, 2 * 3 * 4 * 4);  // more than one chunk per hop on average
+}
+
 TEST(RingSteps, RejectsInconsistentRouting) {
   RingRouting r = uneven();
   r.pairs[1][3] = -1;
