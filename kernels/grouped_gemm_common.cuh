@@ -197,6 +197,7 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 struct DeviceInfo {
   int device = -1;
   int major = 0, minor = 0, sms = 0;
+  double dram_gbps = 0;         // peak DRAM bandwidth: 2 x memory clock x bus width (0: unknown)
   bool smem_set = false;        // grouped_gemm_bf16's shared-memory limit raised
   unsigned smem_set_wgrad = 0;  // grouped_gemm_wgrad's, one bit per kernel (schedule)
 };
@@ -216,6 +217,13 @@ inline DeviceInfo& device_info() {
     cudaDeviceGetAttribute(&i.major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&i.minor, cudaDevAttrComputeCapabilityMinor, dev);
     cudaDeviceGetAttribute(&i.sms, cudaDevAttrMultiProcessorCount, dev);
+    int mem_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess) {
+      i.dram_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    } else {
+      cudaGetLastError();
+    }
   }
   return i;
 }

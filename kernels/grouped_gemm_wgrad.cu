@@ -521,6 +521,35 @@ enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
 // run W5).
 constexpr long long kPingpongMaxMeanRows = 2048;
 
+// bf16 C with beta 0 on an H100-class memory system (peak DRAM bandwidth below
+// kCooperativeBf16MaxDramGbps): where C has at least kCooperativeBf16MinM rows (m: the
+// hidden size of a gate+up weight gradient) the cooperative 128 x 256 tiles in snake order
+// beat ping-pong on short reductions. On an H100 (3.35 TB/s) Qwen3-30B-A3B's gate+up ran
+// 8-19 % faster than on ping-pong in three calls, Qwen1.5-MoE's 6-11 % on skewed routing
+// and -2 to +11 % on even routing, while the down projections (m 768 and 1,408) were 0-6 %
+// slower and stay on ping-pong (our measurement, docs/results/gpu-h200.md run W26). On that
+// card ping-pong wrote bf16 C more slowly than fp32 C on Qwen3's gate+up (580-609 against
+// 642-648 TFLOP/s), which the H200 did not (run W24: 752 against 704); the H200 was not
+// measured with this rule, so it keeps the one above.
+constexpr long long kCooperativeBf16MinM = 2048;
+constexpr double kCooperativeBf16MaxDramGbps = 4000;
+
+// Whether the non-empty groups' mean reduction length is below kPingpongMaxMeanRows.
+bool short_reductions(const GroupedGemmWgradArgs& a) {
+  long long rows = 0, groups = 0;
+  for (std::int64_t k : a.rows) {
+    rows += k;
+    groups += k > 0 ? 1 : 0;
+  }
+  return groups > 0 && rows < kPingpongMaxMeanRows * groups;
+}
+
+// Whether a call takes the cooperative schedule by the bf16 rule (kCooperativeBf16MinM).
+bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
+  const double dram = device_info().dram_gbps;
+  return !a.c_fp32 && a.beta == 0.f && a.m >= kCooperativeBf16MinM && dram > 0 && dram < kCooperativeBf16MaxDramGbps;
+}
+
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
 // when set, for comparisons; else by the mean reduction length (above). Read at every call,
 // so that one process can time the schedules side by side (scripts/gpu/torch_grouped_mm.py
@@ -530,12 +559,8 @@ Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
   if (forced == "cooperative") return Schedule::kCooperative;
   if (forced == "pingpong") return Schedule::kPingpong128x128;
   if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
-  long long rows = 0, groups = 0;
-  for (std::int64_t k : a.rows) {
-    rows += k;
-    groups += k > 0 ? 1 : 0;
-  }
-  return groups > 0 && rows < kPingpongMaxMeanRows * groups ? Schedule::kPingpong128x128 : Schedule::kCooperative;
+  if (short_reductions(a) && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
+  return Schedule::kCooperative;
 }
 
 // Whether bf16 C with beta 0 leaves through the tensor copy engine (tma_epilogue) or
@@ -551,13 +576,15 @@ bool wgrad_bf16_tma(const GroupedGemmWgradArgs& a) {
 // Whether the blocks walk the tiles in snake order (tile_of): MOEHUB_WGRAD_ORDER=snake or
 // stride when set (read at every call, for comparisons); else snake for the ping-pong
 // schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
-// 1.3 % either way on the even shapes), and stride for the cooperative one, where snake read
-// 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md run W6).
-bool wgrad_snake_order(Schedule sched) {
+// 1.3 % either way on the even shapes), and stride for the cooperative one on long
+// reductions, where snake read 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md
+// run W6). The cooperative schedule on short reductions (bf16 C, above) takes snake: 1-4 %
+// faster than stride on skewed Qwen3 and Qwen1.5 (run W26).
+bool wgrad_snake_order(Schedule sched, const GroupedGemmWgradArgs& a) {
   const std::string forced = env_knob("MOEHUB_WGRAD_ORDER");
   if (forced == "snake") return true;
   if (forced == "stride") return false;
-  return sched != Schedule::kCooperative;
+  return sched != Schedule::kCooperative || short_reductions(a);
 }
 
 }  // namespace
@@ -652,7 +679,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   }
   CUtensorMap map_c{};
   p.tma_store = (a.c_fp32 && (a.beta == 0.f || a.beta == 1.f)) || wgrad_bf16_tma(a) ? 1 : 0;
-  p.snake = wgrad_snake_order(sched) ? 1 : 0;
+  p.snake = wgrad_snake_order(sched, a) ? 1 : 0;
   if (p.tma_store) {
     // C: groups of [m][n] fp32 or bf16; box of one slab, 32 fp32 or 64 bf16 (n) x 64 (m) x 1
     // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n
