@@ -578,8 +578,9 @@ bool wgrad_bf16_tma(const GroupedGemmWgradArgs& a) {
 // schedules, where it gained 2.5-7 % on skewed Qwen3 and 0-3.3 % on skewed Qwen1.5 (within
 // 1.3 % either way on the even shapes), and stride for the cooperative one on long
 // reductions, where snake read 3-9 % lower on Mixtral (our measurements, docs/results/gpu-h200.md
-// run W6). The cooperative schedule on short reductions (bf16 C, above) takes snake: 1-4 %
-// faster than stride on skewed Qwen3 and Qwen1.5 (run W26).
+// run W6). The cooperative schedule on short reductions (bf16 C, above) takes snake: 4-6 %
+// faster than stride on skewed Qwen3's gate+up, within 2 % either way on the other Qwen
+// shapes (run W26).
 bool wgrad_snake_order(Schedule sched, const GroupedGemmWgradArgs& a) {
   const std::string forced = env_knob("MOEHUB_WGRAD_ORDER");
   if (forced == "snake") return true;
