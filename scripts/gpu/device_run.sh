@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -83,6 +83,15 @@ for s in "$@"; do
       for part in 64:128 0:64; do
         stage "ncu_wgrad_${part/:/_}" 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed --experts $part
       done ;;
+    ncu-wgrad-bf16)  # the same halves with bf16 C, on ping-pong and on the cooperative tiles in snake order (run W26's schedule question)
+      for v in "pingpong snake" "cooperative snake"; do
+        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
+        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+        for part in 64:128 0:64; do
+          stage "ncu_wgrad_bf16_${MOEHUB_WGRAD_SCHEDULE}_${part/:/_}" 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed --experts $part --out bf16
+        done
+      done
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
     run-wgrad)  # layer time with the weight gradients on our kernel (auto) and on cuBLAS
       for g in auto auto-cublas-wgrad auto auto-cublas-wgrad; do
         stage "run_a2a_$g" 120 "$BIN" run --schedule a2a --ep 8 --tokens 8192 --gemm $g
