@@ -553,13 +553,13 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
 // when set, for comparisons; else by the mean reduction length (above). Read at every call,
 // so that one process can time the schedules side by side (scripts/gpu/torch_grouped_mm.py
-// --wgrad-variants).
-Schedule wgrad_schedule(const GroupedGemmWgradArgs& a) {
+// --wgrad-variants). short_k: short_reductions(a).
+Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, bool short_k) {
   const std::string forced = env_knob("MOEHUB_WGRAD_SCHEDULE");
   if (forced == "cooperative") return Schedule::kCooperative;
   if (forced == "pingpong") return Schedule::kPingpong128x128;
   if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
-  if (short_reductions(a) && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
+  if (short_k && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
   return Schedule::kCooperative;
 }
 
@@ -581,11 +581,11 @@ bool wgrad_bf16_tma(const GroupedGemmWgradArgs& a) {
 // run W6). The cooperative schedule on short reductions (bf16 C, above) takes snake: 4-6 %
 // faster than stride on skewed Qwen3's gate+up, within 2 % either way on the other Qwen
 // shapes (run W26).
-bool wgrad_snake_order(Schedule sched, const GroupedGemmWgradArgs& a) {
+bool wgrad_snake_order(Schedule sched, bool short_k) {
   const std::string forced = env_knob("MOEHUB_WGRAD_ORDER");
   if (forced == "snake") return true;
   if (forced == "stride") return false;
-  return sched != Schedule::kCooperative || short_reductions(a);
+  return sched != Schedule::kCooperative || short_k;
 }
 
 }  // namespace
@@ -633,7 +633,8 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   p.c_fp32 = a.c_fp32 ? 1 : 0;
   p.beta = a.beta;
   p.c = a.c;
-  const Schedule sched = wgrad_schedule(a);
+  const bool short_k = short_reductions(a);
+  const Schedule sched = wgrad_schedule(a, short_k);
   const int tile_m = sched == Schedule::kPingpong64x256 ? 64 : kBM;
   const int tile_n = sched == Schedule::kPingpong128x128 ? 128 : kBN;
   p.tiles_m = static_cast<int>((a.m + tile_m - 1) / tile_m);
@@ -680,7 +681,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   }
   CUtensorMap map_c{};
   p.tma_store = (a.c_fp32 && (a.beta == 0.f || a.beta == 1.f)) || wgrad_bf16_tma(a) ? 1 : 0;
-  p.snake = wgrad_snake_order(sched, a) ? 1 : 0;
+  p.snake = wgrad_snake_order(sched, short_k) ? 1 : 0;
   if (p.tma_store) {
     // C: groups of [m][n] fp32 or bf16; box of one slab, 32 fp32 or 64 bf16 (n) x 64 (m) x 1
     // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n

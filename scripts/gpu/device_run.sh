@@ -10,6 +10,8 @@ OUT="${OUT:-$PWD/out-gpu}"
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0   # leave NVLink multicast off on shared machines
 BIN=build/gpu/host/gpu/moehub-gpu
+# hardware counters of one weight-gradient call of skewed Qwen3's gate+up (add --experts, --out)
+NCU_WGRAD="ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed"
 stage() {  # stage <name> <seconds> <command...>
   local name=$1 secs=$2; shift 2
   echo "=== $name: $*" | tee -a "$OUT/summary.log"
@@ -81,14 +83,14 @@ for s in "$@"; do
       stage torch_wgrad_variants_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V --wgrad-parts 2 ;;
     ncu-wgrad)  # hardware counters of one weight-gradient call: skewed Qwen3's short and long experts, gate+up
       for part in 64:128 0:64; do
-        stage "ncu_wgrad_${part/:/_}" 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed --experts $part
+        stage "ncu_wgrad_${part/:/_}" 120 $NCU_WGRAD --experts $part
       done ;;
     ncu-wgrad-bf16)  # the same halves with bf16 C, on ping-pong and on the cooperative tiles in snake order (run W26's schedule question)
       for v in "pingpong snake" "cooperative snake"; do
         read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
         export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
         for part in 64:128 0:64; do
-          stage "ncu_wgrad_bf16_${MOEHUB_WGRAD_SCHEDULE}_${part/:/_}" 120 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats python3 scripts/gpu/wgrad_one.py --model qwen3-30b-a3b --routing skewed --experts $part --out bf16
+          stage "ncu_wgrad_bf16_${MOEHUB_WGRAD_SCHEDULE}_${part/:/_}" 120 $NCU_WGRAD --experts $part --out bf16
         done
       done
       unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
