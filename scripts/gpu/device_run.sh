@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16-schedule, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -81,6 +81,10 @@ for s in "$@"; do
       V=schedule=cooperative,schedule=pingpong:order=stride,schedule=cooperative:order=snake
       stage torch_wgrad_variants 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V
       stage torch_wgrad_variants_skewed 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V --wgrad-parts 2 ;;
+    gemm-wgrad-bf16-schedule)  # bf16 C: the default rule beside ping-pong and the cooperative tiles in snake order, forced, one process per routing
+      V=out=bf16:schedule=pingpong,out=bf16:schedule=cooperative:order=snake
+      stage torch_wgrad_bf16_schedule 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V
+      stage torch_wgrad_bf16_schedule_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --wgrad-variants $V ;;
     ncu-wgrad)  # hardware counters of one weight-gradient call: skewed Qwen3's short and long experts, gate+up
       for part in 64:128 0:64; do
         stage "ncu_wgrad_${part/:/_}" 120 $NCU_WGRAD --experts $part
