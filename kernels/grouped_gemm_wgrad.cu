@@ -529,10 +529,12 @@ constexpr long long kPingpongMaxMeanRows = 2048;
 // and -2 to +11 % on even routing, while the down projections (m 768 and 1,408) were 0-6 %
 // slower and stay on ping-pong (our measurement, docs/results/gpu-h200.md run W26). On that
 // card ping-pong wrote bf16 C more slowly than fp32 C on Qwen3's gate+up (580-609 against
-// 642-648 TFLOP/s), which the H200 did not (run W24: 752 against 704). On the H100 ping-pong's
-// long experts are bound by operand reads from DRAM (1.66x the cooperative schedule's
-// bytes, the same time with bf16 as with fp32 C; run W27), a cost that shrinks with the
-// bandwidth; the H200 was not measured with this rule, so it keeps the one above.
+// 642-648 TFLOP/s), which the H200 did not (run W24: 752 against 704). On the H100
+// ping-pong's long experts read operands back from DRAM (1.66x the cooperative schedule's
+// bytes, the same time with bf16 as with fp32 C); on the H200 they do not, and ping-pong ran
+// the Qwen gate+up gradients 1-4.5 % faster than the cooperative tiles in seven readings of
+// eight (run W27). So the H200 keeps the rule above; the bandwidth gate separates the two
+// cards measured.
 constexpr long long kCooperativeBf16MinM = 2048;
 constexpr double kCooperativeBf16MaxDramGbps = 4000;
 
