@@ -555,9 +555,9 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
 }
 
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
-// when set, for comparisons; else by the mean reduction length (above). Read at every call,
-// so that one process can time the schedules side by side (scripts/gpu/torch_grouped_mm.py
-// --wgrad-variants). short_k: short_reductions(a).
+// when set, for comparisons; else by the mean reduction length and the bf16 rule (above).
+// Read at every call, so that one process can time the schedules side by side
+// (scripts/gpu/torch_grouped_mm.py --wgrad-variants). short_k: short_reductions(a).
 Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, bool short_k) {
   const std::string forced = env_knob("MOEHUB_WGRAD_SCHEDULE");
   if (forced == "cooperative") return Schedule::kCooperative;

@@ -24,6 +24,10 @@ stage() {  # stage <name> <seconds> <command...>
   grep -v "^\[" "$OUT/log.txt" | sed -n "/^=== $name: /,\$p" | tail -n 30
   return 0
 }
+force_wgrad() {  # force_wgrad "<schedule> <order>": the weight-gradient kernel's knobs for the stages after it
+  read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$1"
+  export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+}
 date -u +"date: %Y-%m-%dT%H:%M:%SZ" | tee -a "$OUT/summary.log"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/summary.log"
 for s in "$@"; do
@@ -60,11 +64,10 @@ for s in "$@"; do
       stage torch_wgrad_skewed 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed ;;
     check-wgrad-variants)  # the weight-gradient kernel's schedule and tile order forced (MOEHUB_WGRAD_*) against cuBLAS, and in the layer against float64
       for v in "pingpong stride" "pingpong-64x256 snake" "cooperative snake"; do
-        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
-        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+        force_wgrad "$v"
         stage "gemm_test_${v// /_}" 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
       done
-      export MOEHUB_WGRAD_SCHEDULE=pingpong MOEHUB_WGRAD_ORDER=stride
+      force_wgrad "pingpong stride"
       stage check_wgmma_pingpong_stride 200 "$BIN" check --gemm wgmma
       unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
     gemm-wgrad-bf16)  # bf16 C: the tensor-store epilogue (default) beside the thread stores, one process per routing; the thread stores against cuBLAS
@@ -91,8 +94,7 @@ for s in "$@"; do
       done ;;
     ncu-wgrad-bf16)  # the same halves with bf16 C, on ping-pong and on the cooperative tiles in snake order (run W26's schedule question)
       for v in "pingpong snake" "cooperative snake"; do
-        read -r MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER <<< "$v"
-        export MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+        force_wgrad "$v"
         for part in 64:128 0:64; do
           stage "ncu_wgrad_bf16_${MOEHUB_WGRAD_SCHEDULE}_${part/:/_}" 120 $NCU_WGRAD --experts $part --out bf16
         done
