@@ -7,7 +7,9 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <string>
 #include <cstdint>
 #include <numeric>
@@ -538,14 +540,29 @@ constexpr long long kPingpongMaxMeanRows = 2048;
 constexpr long long kCooperativeBf16MinM = 2048;
 constexpr double kCooperativeBf16MaxDramGbps = 4000;
 
-// Whether the non-empty groups' mean reduction length is below kPingpongMaxMeanRows.
-bool short_reductions(const GroupedGemmWgradArgs& a) {
+// Whether the non-empty groups' mean reduction length, over the walking order's slots
+// [first, last) of p, is below kPingpongMaxMeanRows.
+bool short_reductions(const Params& p, int first, int last) {
   long long rows = 0, groups = 0;
-  for (std::int64_t k : a.rows) {
-    rows += k;
-    groups += k > 0 ? 1 : 0;
+  for (int s = first; s < last; ++s) {
+    rows += p.rows[s];
+    groups += p.rows[s] > 0 ? 1 : 0;
   }
   return groups > 0 && rows < kPingpongMaxMeanRows * groups;
+}
+
+// MOEHUB_WGRAD_SPLIT_ROWS=N (N > 0; read at every call, for comparisons): the groups of at
+// least N rows run as a call of their own, before the others, each call with the schedule
+// and order that the rules below give its own groups. 0 when unset (one call). A value that
+// is not a positive integer is an error (-1).
+long long wgrad_split_rows() {
+  const std::string v = env_knob("MOEHUB_WGRAD_SPLIT_ROWS");
+  if (v.empty()) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (errno != 0 || end == v.c_str() || *end != '\0' || n <= 0) return -1;
+  return n;
 }
 
 // Whether a call takes the cooperative schedule by the bf16 rule (kCooperativeBf16MinM).
@@ -628,79 +645,26 @@ double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& a) {
   return static_cast<double>(tiles) / dev.sms;
 }
 
-cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
-  if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
+namespace {
+
+// Launches the walking order's slots [first, last) of p (groups, rows, C and the tensor
+// maps filled in) as one grid of sched, in snake or strided order.
+cudaError_t launch_wgrad(Params p, int first, int last, Schedule sched, bool snake, const CUtensorMap& map_a,
+                         const CUtensorMap& map_b, const CUtensorMap& map_c, cudaStream_t stream) {
   DeviceInfo& dev = device_info();
-  Params p{};
-  p.m = static_cast<int>(a.m);
-  p.n = static_cast<int>(a.n);
-  p.c_fp32 = a.c_fp32 ? 1 : 0;
-  p.beta = a.beta;
-  p.c = a.c;
-  const bool short_k = short_reductions(a);
-  const Schedule sched = wgrad_schedule(a, short_k);
+  if (first != 0) {
+    std::copy(p.group + first, p.group + last, p.group);
+    std::copy(p.row_start + first, p.row_start + last, p.row_start);
+    std::copy(p.rows + first, p.rows + last, p.rows);
+  }
+  p.slots = last - first;
   const int tile_m = sched == Schedule::kPingpong64x256 ? 64 : kBM;
   const int tile_n = sched == Schedule::kPingpong128x128 ? 128 : kBN;
-  p.tiles_m = static_cast<int>((a.m + tile_m - 1) / tile_m);
-  p.tiles_per_group = p.tiles_m * static_cast<int>((a.n + tile_n - 1) / tile_n);
-  const int groups = static_cast<int>(a.rows.size());
-  std::vector<int> start(static_cast<std::size_t>(groups));
-  int rows = 0;
-  for (int g = 0; g < groups; ++g) {
-    start[static_cast<std::size_t>(g)] = rows;
-    rows += static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
-  }
-  // longest reduction first, so that the grid's last tiles are the short ones; an empty
-  // group has tiles only when its C must be cleared (beta = 0)
-  std::vector<int> order(static_cast<std::size_t>(groups));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-    return a.rows[static_cast<std::size_t>(x)] > a.rows[static_cast<std::size_t>(y)];
-  });
-  for (int g : order) {
-    const auto k = a.rows[static_cast<std::size_t>(g)];
-    if (k == 0 && a.beta != 0.f) continue;
-    p.group[p.slots] = g;
-    p.row_start[p.slots] = start[static_cast<std::size_t>(g)];
-    p.rows[p.slots] = static_cast<int>(k);
-    ++p.slots;
-  }
+  p.tiles_m = (p.m + tile_m - 1) / tile_m;
+  p.tiles_per_group = p.tiles_m * ((p.n + tile_n - 1) / tile_n);
   p.tiles_total = p.slots * p.tiles_per_group;
+  p.snake = snake ? 1 : 0;
   if (p.tiles_total == 0) return cudaSuccess;
-
-  auto encode = encode_fn();
-  CUtensorMap map_a{}, map_b{};
-  const cuuint64_t all_rows = static_cast<cuuint64_t>(rows > 0 ? rows : 1);  // no K block reads it when 0
-  const cuuint32_t box[2] = {64, kBK};
-  const cuuint32_t estride[2] = {1, 1};
-  for (int which = 0; which < 2; ++which) {
-    // A: [rows][m], B: [rows][n]; boxes of 64 columns x 64 rows; rows past the end read as zeros
-    const cuuint64_t cols = static_cast<cuuint64_t>(which == 0 ? a.m : a.n);
-    const cuuint64_t dim[2] = {cols, all_rows};
-    const cuuint64_t stride[1] = {cols * 2};
-    if (encode(which == 0 ? &map_a : &map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(which == 0 ? a.a : a.b),
-               dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-      return cudaErrorInvalidValue;
-  }
-  CUtensorMap map_c{};
-  p.tma_store = (a.c_fp32 && (a.beta == 0.f || a.beta == 1.f)) || wgrad_bf16_tma(a) ? 1 : 0;
-  p.snake = wgrad_snake_order(sched, short_k) ? 1 : 0;
-  if (p.tma_store) {
-    // C: groups of [m][n] fp32 or bf16; box of one slab, 32 fp32 or 64 bf16 (n) x 64 (m) x 1
-    // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n
-    const cuuint64_t esize = a.c_fp32 ? 4 : 2;
-    const cuuint64_t dim[3] = {static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.m),
-                               static_cast<cuuint64_t>(groups)};
-    const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * esize, static_cast<cuuint64_t>(a.m * a.n) * esize};
-    const cuuint32_t box_c[3] = {static_cast<cuuint32_t>(128 / esize), 64, 1};
-    const cuuint32_t estride_c[3] = {1, 1, 1};
-    if (encode(&map_c, a.c_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, a.c, dim,
-               stride, box_c, estride_c,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-      return cudaErrorInvalidValue;
-  }
   if (sched == Schedule::kCooperative) {
     const int grid = p.tiles_total < dev.sms ? p.tiles_total : dev.sms;
     if (!(dev.smem_set_wgrad & 1u)) {
@@ -734,6 +698,90 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
     }
   }
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
+  if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
+  const long long split_rows = wgrad_split_rows();
+  if (split_rows < 0) return cudaErrorInvalidValue;
+  Params p{};
+  p.m = static_cast<int>(a.m);
+  p.n = static_cast<int>(a.n);
+  p.c_fp32 = a.c_fp32 ? 1 : 0;
+  p.beta = a.beta;
+  p.c = a.c;
+  const int groups = static_cast<int>(a.rows.size());
+  std::vector<int> start(static_cast<std::size_t>(groups));
+  int rows = 0;
+  for (int g = 0; g < groups; ++g) {
+    start[static_cast<std::size_t>(g)] = rows;
+    rows += static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
+  }
+  // longest reduction first, so that the grid's last tiles are the short ones; an empty
+  // group has tiles only when its C must be cleared (beta = 0)
+  std::vector<int> order(static_cast<std::size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return a.rows[static_cast<std::size_t>(x)] > a.rows[static_cast<std::size_t>(y)];
+  });
+  for (int g : order) {
+    const auto k = a.rows[static_cast<std::size_t>(g)];
+    if (k == 0 && a.beta != 0.f) continue;
+    p.group[p.slots] = g;
+    p.row_start[p.slots] = start[static_cast<std::size_t>(g)];
+    p.rows[p.slots] = static_cast<int>(k);
+    ++p.slots;
+  }
+  if (p.slots == 0) return cudaSuccess;
+
+  auto encode = encode_fn();
+  CUtensorMap map_a{}, map_b{};
+  const cuuint64_t all_rows = static_cast<cuuint64_t>(rows > 0 ? rows : 1);  // no K block reads it when 0
+  const cuuint32_t box[2] = {64, kBK};
+  const cuuint32_t estride[2] = {1, 1};
+  for (int which = 0; which < 2; ++which) {
+    // A: [rows][m], B: [rows][n]; boxes of 64 columns x 64 rows; rows past the end read as zeros
+    const cuuint64_t cols = static_cast<cuuint64_t>(which == 0 ? a.m : a.n);
+    const cuuint64_t dim[2] = {cols, all_rows};
+    const cuuint64_t stride[1] = {cols * 2};
+    if (encode(which == 0 ? &map_a : &map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(which == 0 ? a.a : a.b),
+               dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
+  CUtensorMap map_c{};
+  p.tma_store = (a.c_fp32 && (a.beta == 0.f || a.beta == 1.f)) || wgrad_bf16_tma(a) ? 1 : 0;
+  if (p.tma_store) {
+    // C: groups of [m][n] fp32 or bf16; box of one slab, 32 fp32 or 64 bf16 (n) x 64 (m) x 1
+    // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n
+    const cuuint64_t esize = a.c_fp32 ? 4 : 2;
+    const cuuint64_t dim[3] = {static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.m),
+                               static_cast<cuuint64_t>(groups)};
+    const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * esize, static_cast<cuuint64_t>(a.m * a.n) * esize};
+    const cuuint32_t box_c[3] = {static_cast<cuuint32_t>(128 / esize), 64, 1};
+    const cuuint32_t estride_c[3] = {1, 1, 1};
+    if (encode(&map_c, a.c_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, a.c, dim,
+               stride, box_c, estride_c,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
+  // the calls: the slots of at least split_rows rows (first in the walking order), then the
+  // others; one call of every slot without a split
+  int cut = 0;
+  if (split_rows > 0)
+    while (cut < p.slots && p.rows[cut] >= split_rows) ++cut;
+  for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
+    if (first == last) continue;
+    const bool short_k = short_reductions(p, first, last);
+    const Schedule sched = wgrad_schedule(a, short_k);
+    const cudaError_t e =
+        launch_wgrad(p, first, last, sched, wgrad_snake_order(sched, short_k), map_a, map_b, map_c, stream);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace moehub::kernels

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16-schedule, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16-schedule, gemm-wgrad-split, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -69,7 +69,23 @@ for s in "$@"; do
       done
       force_wgrad "pingpong stride"
       stage check_wgmma_pingpong_stride 200 "$BIN" check --gemm wgmma
-      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER ;;
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+      # the groups of at least 100 (64 in the layer) rows as a call of their own: by the rules, and with both calls cooperative
+      export MOEHUB_WGRAD_SPLIT_ROWS=100
+      stage gemm_test_split_100 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
+      force_wgrad "cooperative stride"
+      stage gemm_test_split_100_cooperative 120 build/gpu/tests/gpu/gpu_harness_test --gtest_filter='GpuGemm.Wgrad*'
+      unset MOEHUB_WGRAD_SCHEDULE MOEHUB_WGRAD_ORDER
+      export MOEHUB_WGRAD_SPLIT_ROWS=64
+      stage check_wgmma_split_64 200 "$BIN" check --gemm wgmma
+      unset MOEHUB_WGRAD_SPLIT_ROWS ;;
+    gemm-wgrad-split)  # the groups of at least N rows as a call of their own (each call by the rules) beside one call and the cooperative tiles, skewed routing, fp32 and bf16 C, two token counts
+      V=split_rows=1024,split_rows=1536,split_rows=2048,schedule=cooperative:order=snake
+      VB=out=bf16,out=bf16:split_rows=1024,out=bf16:split_rows=1536,out=bf16:split_rows=2048,out=bf16:schedule=cooperative:order=snake,out=bf16:schedule=pingpong
+      for t in 16384 32768; do
+        stage "torch_wgrad_split_$t" 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --tokens $t --models qwen3-30b-a3b,qwen1.5-moe-a2.7b --wgrad-variants $V
+        stage "torch_wgrad_split_bf16_$t" 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --tokens $t --models qwen3-30b-a3b,qwen1.5-moe-a2.7b --wgrad-variants $VB
+      done ;;
     gemm-wgrad-bf16)  # bf16 C: the tensor-store epilogue (default) beside the thread stores, one process per routing; the thread stores against cuBLAS
       V=out=bf16:bf16_epilogue=threads
       stage torch_wgrad_bf16 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V

@@ -169,7 +169,7 @@ def torch_loop_call(a, b, rows, out):
     return run
 
 
-WGRAD_KNOBS = ("schedule", "order", "bf16_epilogue")
+WGRAD_KNOBS = ("schedule", "order", "bf16_epilogue", "split_rows")
 
 
 def with_env(env, fn):
