@@ -524,21 +524,31 @@ enum class Schedule { kCooperative, kPingpong128x128, kPingpong64x256 };
 constexpr long long kPingpongMaxMeanRows = 2048;
 
 // bf16 C with beta 0 on an H100-class memory system (peak DRAM bandwidth below
-// kCooperativeBf16MaxDramGbps): where C has at least kCooperativeBf16MinM rows (m: the
-// hidden size of a gate+up weight gradient) the cooperative 128 x 256 tiles in snake order
-// beat ping-pong on short reductions. On an H100 (3.35 TB/s) Qwen3-30B-A3B's gate+up ran
-// 8-19 % faster than on ping-pong in three calls, Qwen1.5-MoE's 6-11 % on skewed routing
-// and -2 to +11 % on even routing, while the down projections (m 768 and 1,408) were 0-6 %
-// slower and stay on ping-pong (our measurement, docs/results/gpu-h200.md run W26). On that
-// card ping-pong wrote bf16 C more slowly than fp32 C on Qwen3's gate+up (580-609 against
-// 642-648 TFLOP/s), which the H200 did not (run W24: 752 against 704). On the H100
-// ping-pong's long experts read operands back from DRAM (1.66x the cooperative schedule's
-// bytes, the same time with bf16 as with fp32 C); on the H200 they do not, and ping-pong ran
-// the Qwen gate+up gradients 1-4.5 % faster than the cooperative tiles in seven readings of
-// eight (run W27). So the H200 keeps the rule above; the bandwidth gate separates the two
-// cards measured.
-constexpr long long kCooperativeBf16MinM = 2048;
-constexpr double kCooperativeBf16MaxDramGbps = 4000;
+// kH100ClassMaxDramGbps): where C has at least kWideCMinM rows (m: the hidden size of a
+// gate+up weight gradient) the cooperative 128 x 256 tiles in snake order beat ping-pong on
+// short reductions. On an H100 (3.35 TB/s) Qwen3-30B-A3B's gate+up ran 8-19 % faster than on
+// ping-pong in three calls, Qwen1.5-MoE's 6-11 % on skewed routing and -2 to +11 % on even
+// routing, while the down projections (m 768 and 1,408) were 0-6 % slower and stay on
+// ping-pong (our measurement, docs/results/gpu-h200.md run W26). On that card ping-pong wrote
+// bf16 C more slowly than fp32 C on Qwen3's gate+up (580-609 against 642-648 TFLOP/s), which
+// the H200 did not (run W24: 752 against 704). On the H100 ping-pong's long experts read
+// operands back from DRAM (1.66x the cooperative schedule's bytes, the same time with bf16
+// as with fp32 C); on the H200 they do not, and ping-pong ran the Qwen gate+up gradients
+// 1-4.5 % faster than the cooperative tiles in seven readings of eight (run W27). So the
+// H200 keeps the rule above; the bandwidth gate separates the two cards measured.
+constexpr long long kWideCMinM = 2048;
+constexpr double kH100ClassMaxDramGbps = 4000;
+
+// fp32 C with beta 0, at least kWideCMinM rows of C, on an H100-class memory system: the
+// groups of at least kSplitMinRows rows run as a call of their own on the cooperative tiles,
+// before the others, which take the rules above. So ping-pong keeps the short experts'
+// epilogues under the MMAs while the long experts run on the tiles that read fewer operand
+// bytes per FLOP. On an H100, with skewed routing, the split gate+up gradients ran faster
+// than one call on the schedule of the mean and than one cooperative call in snake order;
+// splitting at 1,024 or 2,048 rows gained less, and the down projections (m 768 and 1,408)
+// ran slower split (our measurement, docs/results/gpu-h200.md run W28). With bf16 C the split
+// gained nothing over the bf16 rule, so that keeps one call.
+constexpr long long kSplitMinRows = 1536;
 
 // Whether the non-empty groups' mean reduction length, over the walking order's slots
 // [first, last) of p, is below kPingpongMaxMeanRows.
@@ -551,36 +561,44 @@ bool short_reductions(const Params& p, int first, int last) {
   return groups > 0 && rows < kPingpongMaxMeanRows * groups;
 }
 
-// MOEHUB_WGRAD_SPLIT_ROWS=N (N > 0; read at every call, for comparisons): the groups of at
-// least N rows run as a call of their own, before the others, each call with the schedule
-// and order that the rules below give its own groups. 0 when unset (one call). A value that
-// is not a positive integer is an error (-1).
-long long wgrad_split_rows() {
+// Whether the card's peak DRAM bandwidth, read from the device, is known and below
+// kH100ClassMaxDramGbps.
+bool h100_class_memory() {
+  const double dram = device_info().dram_gbps;
+  return dram > 0 && dram < kH100ClassMaxDramGbps;
+}
+
+// Whether a call takes the cooperative schedule by the bf16 rule (kWideCMinM).
+bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
+  return !a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory();
+}
+
+// The rows from which a group runs in the first of two calls, on the cooperative tiles
+// (kSplitMinRows); 0: one call. MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for
+// comparisons) sets it: 0 for one call, N > 0 to split at N rows on any call. A value that
+// is not a non-negative integer is an error (-1).
+long long wgrad_split_rows(const GroupedGemmWgradArgs& a) {
   const std::string v = env_knob("MOEHUB_WGRAD_SPLIT_ROWS");
-  if (v.empty()) return 0;
+  if (v.empty()) return a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory() ? kSplitMinRows : 0;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (errno != 0 || end == v.c_str() || *end != '\0' || n <= 0) return -1;
+  if (errno != 0 || end == v.c_str() || *end != '\0' || n < 0) return -1;
   return n;
 }
 
-// Whether a call takes the cooperative schedule by the bf16 rule (kCooperativeBf16MinM).
-bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
-  const double dram = device_info().dram_gbps;
-  return !a.c_fp32 && a.beta == 0.f && a.m >= kCooperativeBf16MinM && dram > 0 && dram < kCooperativeBf16MaxDramGbps;
-}
-
 // The kernel for a call: MOEHUB_WGRAD_SCHEDULE (cooperative, pingpong, pingpong-64x256)
-// when set, for comparisons; else by the mean reduction length and the bf16 rule (above).
-// Read at every call, so that one process can time the schedules side by side
-// (scripts/gpu/torch_grouped_mm.py --wgrad-variants). short_k: short_reductions(a).
-Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, bool short_k) {
+// when set, for comparisons; else the cooperative tiles for the long groups of a split call
+// (long_part), and otherwise by the mean reduction length and the bf16 rule (above). Read at
+// every call, so that one process can time the schedules side by side
+// (scripts/gpu/torch_grouped_mm.py --wgrad-variants). short_k: short_reductions of the
+// call's groups.
+Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, bool short_k, bool long_part) {
   const std::string forced = env_knob("MOEHUB_WGRAD_SCHEDULE");
   if (forced == "cooperative") return Schedule::kCooperative;
   if (forced == "pingpong") return Schedule::kPingpong128x128;
   if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
-  if (short_k && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
+  if (short_k && !long_part && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
   return Schedule::kCooperative;
 }
 
@@ -704,7 +722,7 @@ cudaError_t launch_wgrad(Params p, int first, int last, Schedule sched, bool sna
 
 cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
   if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
-  const long long split_rows = wgrad_split_rows();
+  const long long split_rows = wgrad_split_rows(a);
   if (split_rows < 0) return cudaErrorInvalidValue;
   Params p{};
   p.m = static_cast<int>(a.m);
@@ -768,15 +786,15 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
-  // the calls: the slots of at least split_rows rows (first in the walking order), then the
-  // others; one call of every slot without a split
+  // the calls: the slots of at least split_rows rows (first in the walking order) on the
+  // cooperative tiles, then the others; one call of every slot without a split
   int cut = 0;
   if (split_rows > 0)
     while (cut < p.slots && p.rows[cut] >= split_rows) ++cut;
   for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
     if (first == last) continue;
     const bool short_k = short_reductions(p, first, last);
-    const Schedule sched = wgrad_schedule(a, short_k);
+    const Schedule sched = wgrad_schedule(a, short_k, first == 0 && cut > 0);
     const cudaError_t e =
         launch_wgrad(p, first, last, sched, wgrad_snake_order(sched, short_k), map_a, map_b, map_c, stream);
     if (e != cudaSuccess) return e;
