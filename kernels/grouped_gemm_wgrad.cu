@@ -539,16 +539,19 @@ constexpr long long kPingpongMaxMeanRows = 2048;
 constexpr long long kWideCMinM = 2048;
 constexpr double kH100ClassMaxDramGbps = 4000;
 
-// fp32 C with beta 0, at least kWideCMinM rows of C, on an H100-class memory system: the
-// groups of at least kSplitMinRows rows run as a call of their own on the cooperative tiles,
-// before the others, which take the rules above. So ping-pong keeps the short experts'
-// epilogues under the MMAs while the long experts run on the tiles that read fewer operand
-// bytes per FLOP. On an H100, with skewed routing, the split gate+up gradients ran faster
-// than one call on the schedule of the mean and than one cooperative call in snake order;
-// splitting at 1,024 or 2,048 rows gained less, and the down projections (m 768 and 1,408)
-// ran slower split (our measurement, docs/results/gpu-h200.md run W28). With bf16 C the split
-// gained nothing over the bf16 rule, so that keeps one call.
-constexpr long long kSplitMinRows = 1536;
+// fp32 C with beta 0, at least kWideCMinM rows of C, on an H100-class memory system: when
+// some groups have at least kSplitMinRows rows and some fewer, the long ones run as a call
+// of their own on the cooperative tiles, before the others, which take the rules above. So
+// ping-pong keeps the short experts' epilogues under the MMAs while the long experts run on
+// the tiles that read fewer operand bytes per FLOP. On an H100, with skewed routing (16,384
+// and 32,768 tokens), the split gate+up gradients of Qwen3-30B-A3B and Qwen1.5-MoE ran
+// 1.5-12 % faster than one call on the schedule of the mean, and up to 4 % faster than one
+// cooperative call in snake order; splitting at 1,280, 1,536 or 2,048 rows gained less or
+// the same. When every group is long, one cooperative call lost 4 % to ping-pong on even
+// Qwen1.5 at 1,638 rows, so such a call keeps the rules above; the down projections (m 768
+// and 1,408) ran 1-6 % slower split (our measurement, docs/results/gpu-h200.md run W28).
+// With bf16 C the split gained nothing over the bf16 rule, so that keeps one call.
+constexpr long long kSplitMinRows = 1792;
 
 // Whether the non-empty groups' mean reduction length, over the walking order's slots
 // [first, last) of p, is below kPingpongMaxMeanRows.
@@ -574,7 +577,7 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
 }
 
 // The rows from which a group runs in the first of two calls, on the cooperative tiles
-// (kSplitMinRows); 0: one call. MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for
+// (kSplitMinRows); 0: one call (so is a split point that no group or every group reaches). MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for
 // comparisons) sets it: 0 for one call, N > 0 to split at N rows on any call. A value that
 // is not a non-negative integer is an error (-1).
 long long wgrad_split_rows(const GroupedGemmWgradArgs& a) {
@@ -794,7 +797,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
     if (first == last) continue;
     const bool short_k = short_reductions(p, first, last);
-    const Schedule sched = wgrad_schedule(a, short_k, first == 0 && cut > 0);
+    const Schedule sched = wgrad_schedule(a, short_k, first == 0 && cut > 0 && cut < p.slots);
     const cudaError_t e =
         launch_wgrad(p, first, last, sched, wgrad_snake_order(sched, short_k), map_a, map_b, map_c, stream);
     if (e != cudaSuccess) return e;
