@@ -551,7 +551,7 @@ constexpr double kH100ClassMaxDramGbps = 4000;
 // 1,792 rows read alike (their differences were within the 4 % by which two identical calls
 // differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
 // one cooperative call lost 4 % to ping-pong on even Qwen1.5 at 1,638 rows, so such a call
-// keeps the rules above; the down projections (m 768 and 1,408) ran 1-6 % slower split, and
+// keeps the rules above; the down projections (m 768 and 1,408) ran up to 6 % slower split, and
 // with bf16 C the split gained nothing over the bf16 rule, so those keep one call (our
 // measurements, docs/results/gpu-h200.md run W28).
 constexpr long long kSplitMinRows = 1536;
