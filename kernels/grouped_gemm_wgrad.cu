@@ -671,6 +671,23 @@ double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& a) {
 
 namespace {
 
+// Launches the ping-pong kernel with BM x BN tiles and S stages on grid blocks; smem_bit:
+// its bit in DeviceInfo::smem_set_wgrad (shared memory size set once per process).
+template <int BM, int BN, int S>
+cudaError_t launch_pingpong(unsigned smem_bit, int grid, const CUtensorMap& map_a, const CUtensorMap& map_b,
+                            const CUtensorMap& map_c, const Params& p, cudaStream_t stream) {
+  DeviceInfo& dev = device_info();
+  using PP = Pingpong<BM, BN, S>;
+  if (!(dev.smem_set_wgrad & smem_bit)) {
+    const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<BM, BN, S>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
+    if (e != cudaSuccess) return e;
+    dev.smem_set_wgrad |= smem_bit;
+  }
+  grouped_gemm_wgrad_pingpong_kernel<BM, BN, S><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
+  return cudaGetLastError();
+}
+
 // Launches the walking order's slots [first, last) of p (groups, rows, C and the tensor
 // maps filled in) as one grid of sched, in snake or strided order.
 cudaError_t launch_wgrad(Params p, int first, int last, Schedule sched, bool snake, const CUtensorMap& map_a,
@@ -698,30 +715,12 @@ cudaError_t launch_wgrad(Params p, int first, int last, Schedule sched, bool sna
       dev.smem_set_wgrad |= 1u;
     }
     grouped_gemm_wgrad_kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, map_c, p);
-  } else {
-    // two tiles per block at a time, one per consumer warpgroup
-    const int grid = (p.tiles_total + 1) / 2 < dev.sms ? (p.tiles_total + 1) / 2 : dev.sms;
-    if (sched == Schedule::kPingpong128x128) {
-      using PP = Pingpong<128, 128, 6>;
-      if (!(dev.smem_set_wgrad & 2u)) {
-        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<128, 128, 6>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
-        if (e != cudaSuccess) return e;
-        dev.smem_set_wgrad |= 2u;
-      }
-      grouped_gemm_wgrad_pingpong_kernel<128, 128, 6><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
-    } else {
-      using PP = Pingpong<64, 256, 4>;
-      if (!(dev.smem_set_wgrad & 4u)) {
-        const cudaError_t e = cudaFuncSetAttribute(grouped_gemm_wgrad_pingpong_kernel<64, 256, 4>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, PP::kSmem);
-        if (e != cudaSuccess) return e;
-        dev.smem_set_wgrad |= 4u;
-      }
-      grouped_gemm_wgrad_pingpong_kernel<64, 256, 4><<<grid, kThreads, PP::kSmem, stream>>>(map_a, map_b, map_c, p);
-    }
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
+  // two tiles per block at a time, one per consumer warpgroup
+  const int grid = (p.tiles_total + 1) / 2 < dev.sms ? (p.tiles_total + 1) / 2 : dev.sms;
+  return sched == Schedule::kPingpong128x128 ? launch_pingpong<128, 128, 6>(2u, grid, map_a, map_b, map_c, p, stream)
+                                             : launch_pingpong<64, 256, 4>(4u, grid, map_a, map_b, map_c, p, stream);
 }
 
 }  // namespace
