@@ -79,8 +79,8 @@ for s in "$@"; do
       export MOEHUB_WGRAD_SPLIT_ROWS=64
       stage check_wgmma_split_64 200 "$BIN" check --gemm wgmma
       unset MOEHUB_WGRAD_SPLIT_ROWS ;;
-    gemm-wgrad-split)  # fp32 C: the default (split at kSplitMinRows on H100-class memory) beside one call (split_rows=0), another split point and the cooperative tiles in snake order; skewed routing at two token counts, and even routing with 1,792-1,911 rows per expert (every group long: one call)
-      V=split_rows=0,split_rows=1536,schedule=cooperative:order=snake
+    gemm-wgrad-split)  # fp32 C: the default (split at kSplitMinRows on H100-class memory) beside one call (split_rows=0), a split at 1,536 and 1,792 rows forced (on any card) and the cooperative tiles in snake order; skewed routing at two token counts, and even routing with 1,792-1,911 rows per expert (every group long: one call)
+      V=split_rows=0,split_rows=1536,split_rows=1792,schedule=cooperative:order=snake
       M=qwen3-30b-a3b,qwen1.5-moe-a2.7b
       for t in 16384 32768; do
         stage "torch_wgrad_split_$t" 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --tokens $t --models $M --wgrad-variants $V
