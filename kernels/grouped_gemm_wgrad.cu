@@ -545,9 +545,10 @@ constexpr double kH100ClassMaxDramGbps = 4000;
 // ping-pong keeps the short experts' epilogues under the MMAs while the long experts run on
 // the tiles that read fewer operand bytes per FLOP. On an H100, with skewed routing (16,384
 // and 32,768 tokens), the split gate+up gradients of Qwen3-30B-A3B and Qwen1.5-MoE ran
-// 1-23 % faster than one call on the schedule of the mean in every reading; against one
-// cooperative call in snake order, 1.9-7.8 % faster at 16,384 tokens in thirteen readings
-// of fourteen (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of
+// up to 23 % faster than one call on the schedule of the mean (1-23 % in every reading but
+// two, Qwen1.5 at 16,384 tokens in one call: 0.5-1.2 % slower); against one cooperative
+// call in snake order, 1.9-8.3 % faster at 16,384 tokens in seventeen readings of eighteen
+// (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of
 // 1,280 to 1,792 rows read alike (their differences were within the 4 % by which two
 // identical calls differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
 // one cooperative call lost 4 % to ping-pong on even Qwen1.5 at 1,638 rows, so such a call
