@@ -548,12 +548,12 @@ constexpr double kH100ClassMaxDramGbps = 4000;
 // up to 23 % faster than one call on the schedule of the mean (1-23 % in every reading but
 // two, Qwen1.5 at 16,384 tokens in one call: 0.5-1.2 % slower); against one cooperative
 // call in snake order, 1.9-8.3 % faster at 16,384 tokens in seventeen readings of eighteen
-// (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of
-// 1,280 to 1,792 rows read alike (their differences were within the 4 % by which two
-// identical calls differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
+// (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of 1,280 to 1,792
+// rows read alike (their differences were within the 4 % by which two identical calls
+// differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
 // one cooperative call lost 4 % to ping-pong on even Qwen1.5 at 1,638 rows, so such a call
-// keeps the rules above; the down projections (m 768 and 1,408) ran up to 6 % slower split, and
-// with bf16 C the split gained nothing over the bf16 rule, so those keep one call (our
+// keeps the rules above; the down projections (m 768 and 1,408) ran up to 6 % slower split,
+// and with bf16 C the split gained nothing over the bf16 rule, so those keep one call (our
 // measurements, docs/results/gpu-h200.md run W28).
 constexpr long long kSplitMinRows = 1536;
 
@@ -581,9 +581,10 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
 }
 
 // The rows from which a group runs in the first of two calls, on the cooperative tiles
-// (kSplitMinRows); 0: one call (so is a split point that no group or every group reaches). MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for
-// comparisons) sets it: 0 for one call, N > 0 to split at N rows on any call. A value that
-// is not a non-negative integer is an error (-1).
+// (kSplitMinRows); 0: one call, as is a split point that no group or every group reaches.
+// MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for comparisons) sets it: 0 for one call,
+// N > 0 to split at N rows on any call. A value that is not a non-negative integer is an
+// error (-1).
 long long wgrad_split_rows(const GroupedGemmWgradArgs& a) {
   const std::string v = env_knob("MOEHUB_WGRAD_SPLIT_ROWS");
   if (v.empty()) return a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory() ? kSplitMinRows : 0;
