@@ -95,6 +95,22 @@ std::string grouped_gemm_wgrad_unsupported(const GroupedGemmWgradArgs& args);
 /// does not split K), where cuBLAS can split the reduction.
 double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& args);
 
+/// The grids grouped_gemm_wgrad launches for a call, decided on the host alone.
+struct WgradPlan {
+  struct Grid {
+    std::string schedule;     ///< "cooperative", "pingpong" or "pingpong-64x256" (MOEHUB_WGRAD_SCHEDULE's names)
+    bool snake = false;       ///< snake tile order, else strided
+    std::vector<int> groups;  ///< the groups it computes, longest reduction first
+  };
+  std::vector<Grid> grids;  ///< in launch order; none when no group has tiles
+  std::string error;        ///< why the call would be refused (a bad switch value), else empty
+};
+
+/// The grids that grouped_gemm_wgrad launches for `args` on a GPU whose peak DRAM bandwidth
+/// is `dram_gbps` GB/s (0: unknown), with the MOEHUB_WGRAD_* switches of the environment:
+/// the schedule rules of docs/gpu.md without a device, for tests and for reports.
+WgradPlan grouped_gemm_wgrad_plan(const GroupedGemmWgradArgs& args, double dram_gbps);
+
 /// Enqueues the weight-gradient grouped GEMM on `stream` and returns the launch status,
 /// or, without launching, cudaErrorNotSupported for a call that is refused.
 cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& args, cudaStream_t stream);

@@ -568,16 +568,13 @@ bool short_reductions(const Params& p, int first, int last) {
   return groups > 0 && rows < kPingpongMaxMeanRows * groups;
 }
 
-// Whether the card's peak DRAM bandwidth, read from the device, is known and below
+// Whether a card's peak DRAM bandwidth (dram_gbps, 0 when unknown) is known and below
 // kH100ClassMaxDramGbps.
-bool h100_class_memory() {
-  const double dram = device_info().dram_gbps;
-  return dram > 0 && dram < kH100ClassMaxDramGbps;
-}
+bool h100_class_memory(double dram_gbps) { return dram_gbps > 0 && dram_gbps < kH100ClassMaxDramGbps; }
 
 // Whether a call takes the cooperative schedule by the bf16 rule (kWideCMinM).
-bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
-  return !a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory();
+bool cooperative_bf16(const GroupedGemmWgradArgs& a, double dram_gbps) {
+  return !a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory(dram_gbps);
 }
 
 // The rows from which a group runs in the first of two calls, on the cooperative tiles
@@ -585,9 +582,10 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a) {
 // MOEHUB_WGRAD_SPLIT_ROWS=N (read at every call, for comparisons) sets it: 0 for one call,
 // N > 0 to split at N rows on any call. A value that is not a non-negative integer is an
 // error (-1).
-long long wgrad_split_rows(const GroupedGemmWgradArgs& a) {
+long long wgrad_split_rows(const GroupedGemmWgradArgs& a, double dram_gbps) {
   const std::string v = env_knob("MOEHUB_WGRAD_SPLIT_ROWS");
-  if (v.empty()) return a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory() ? kSplitMinRows : 0;
+  if (v.empty())
+    return a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory(dram_gbps) ? kSplitMinRows : 0;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v.c_str(), &end, 10);
@@ -601,12 +599,12 @@ long long wgrad_split_rows(const GroupedGemmWgradArgs& a) {
 // every call, so that one process can time the schedules side by side
 // (scripts/gpu/torch_grouped_mm.py --wgrad-variants). short_k: short_reductions of the
 // call's groups.
-Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, bool short_k, bool long_part) {
+Schedule wgrad_schedule(const GroupedGemmWgradArgs& a, double dram_gbps, bool short_k, bool long_part) {
   const std::string forced = env_knob("MOEHUB_WGRAD_SCHEDULE");
   if (forced == "cooperative") return Schedule::kCooperative;
   if (forced == "pingpong") return Schedule::kPingpong128x128;
   if (forced == "pingpong-64x256") return Schedule::kPingpong64x256;
-  if (short_k && !long_part && !cooperative_bf16(a)) return Schedule::kPingpong128x128;
+  if (short_k && !long_part && !cooperative_bf16(a, dram_gbps)) return Schedule::kPingpong128x128;
   return Schedule::kCooperative;
 }
 
@@ -673,6 +671,87 @@ double grouped_gemm_wgrad_waves(const GroupedGemmWgradArgs& a) {
 
 namespace {
 
+// Fills p's slots: the groups in walking order, longest reduction first, so that a grid's
+// last tiles are the short ones; an empty group has tiles only when its C must be cleared
+// (beta = 0). Returns the rows of all groups.
+int fill_slots(const GroupedGemmWgradArgs& a, Params& p) {
+  const int groups = static_cast<int>(a.rows.size());
+  std::vector<int> start(static_cast<std::size_t>(groups));
+  int rows = 0;
+  for (int g = 0; g < groups; ++g) {
+    start[static_cast<std::size_t>(g)] = rows;
+    rows += static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
+  }
+  std::vector<int> order(static_cast<std::size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return a.rows[static_cast<std::size_t>(x)] > a.rows[static_cast<std::size_t>(y)];
+  });
+  p.slots = 0;
+  for (int g : order) {
+    const auto k = a.rows[static_cast<std::size_t>(g)];
+    if (k == 0 && a.beta != 0.f) continue;
+    p.group[p.slots] = g;
+    p.row_start[p.slots] = start[static_cast<std::size_t>(g)];
+    p.rows[p.slots] = static_cast<int>(k);
+    ++p.slots;
+  }
+  return rows;
+}
+
+// One grid of a call: the walking order's slots [first, last), its schedule and tile order.
+struct Grid {
+  int first, last;
+  Schedule sched;
+  bool snake;
+};
+
+// The grids of a call (p's slots filled): the slots of at least split_rows rows (first in
+// the walking order) on the cooperative tiles, then the others; one grid of every slot
+// without a split, or when the split point takes none or all of them.
+std::vector<Grid> plan_grids(const GroupedGemmWgradArgs& a, double dram_gbps, const Params& p, long long split_rows) {
+  int cut = 0;
+  if (split_rows > 0)
+    while (cut < p.slots && p.rows[cut] >= split_rows) ++cut;
+  std::vector<Grid> grids;
+  for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
+    if (first == last) continue;
+    const bool short_k = short_reductions(p, first, last);
+    const Schedule sched = wgrad_schedule(a, dram_gbps, short_k, first == 0 && cut > 0 && cut < p.slots);
+    grids.push_back(Grid{first, last, sched, wgrad_snake_order(sched, short_k)});
+  }
+  return grids;
+}
+
+}  // namespace
+
+WgradPlan grouped_gemm_wgrad_plan(const GroupedGemmWgradArgs& a, double dram_gbps) {
+  WgradPlan plan;
+  if (a.rows.size() > static_cast<std::size_t>(kGroupedGemmMaxGroups)) {
+    plan.error = "more than " + std::to_string(kGroupedGemmMaxGroups) + " groups";
+    return plan;
+  }
+  const long long split_rows = wgrad_split_rows(a, dram_gbps);
+  if (split_rows < 0) {
+    plan.error = "MOEHUB_WGRAD_SPLIT_ROWS must be a non-negative integer";
+    return plan;
+  }
+  Params p{};
+  fill_slots(a, p);
+  for (const Grid& g : plan_grids(a, dram_gbps, p, split_rows)) {
+    WgradPlan::Grid out;
+    out.schedule = g.sched == Schedule::kCooperative       ? "cooperative"
+                   : g.sched == Schedule::kPingpong128x128 ? "pingpong"
+                                                           : "pingpong-64x256";
+    out.snake = g.snake;
+    out.groups.assign(p.group + g.first, p.group + g.last);
+    plan.grids.push_back(std::move(out));
+  }
+  return plan;
+}
+
+namespace {
+
 // Launches the ping-pong kernel with BM x BN tiles and S stages on grid blocks; smem_bit:
 // its bit in DeviceInfo::smem_set_wgrad (shared memory size set once per process).
 template <int BM, int BN, int S>
@@ -729,7 +808,8 @@ cudaError_t launch_wgrad(Params p, int first, int last, Schedule sched, bool sna
 
 cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t stream) {
   if (!grouped_gemm_wgrad_unsupported(a).empty()) return cudaErrorNotSupported;
-  const long long split_rows = wgrad_split_rows(a);
+  const double dram = device_info().dram_gbps;
+  const long long split_rows = wgrad_split_rows(a, dram);
   if (split_rows < 0) return cudaErrorInvalidValue;
   Params p{};
   p.m = static_cast<int>(a.m);
@@ -737,28 +817,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
   p.c_fp32 = a.c_fp32 ? 1 : 0;
   p.beta = a.beta;
   p.c = a.c;
-  const int groups = static_cast<int>(a.rows.size());
-  std::vector<int> start(static_cast<std::size_t>(groups));
-  int rows = 0;
-  for (int g = 0; g < groups; ++g) {
-    start[static_cast<std::size_t>(g)] = rows;
-    rows += static_cast<int>(a.rows[static_cast<std::size_t>(g)]);
-  }
-  // longest reduction first, so that the grid's last tiles are the short ones; an empty
-  // group has tiles only when its C must be cleared (beta = 0)
-  std::vector<int> order(static_cast<std::size_t>(groups));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-    return a.rows[static_cast<std::size_t>(x)] > a.rows[static_cast<std::size_t>(y)];
-  });
-  for (int g : order) {
-    const auto k = a.rows[static_cast<std::size_t>(g)];
-    if (k == 0 && a.beta != 0.f) continue;
-    p.group[p.slots] = g;
-    p.row_start[p.slots] = start[static_cast<std::size_t>(g)];
-    p.rows[p.slots] = static_cast<int>(k);
-    ++p.slots;
-  }
+  const int rows = fill_slots(a, p);
   if (p.slots == 0) return cudaSuccess;
 
   auto encode = encode_fn();
@@ -783,7 +842,7 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
     // (128-byte rows), 128-byte swizzle; the engine clips rows past m and columns past n
     const cuuint64_t esize = a.c_fp32 ? 4 : 2;
     const cuuint64_t dim[3] = {static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.m),
-                               static_cast<cuuint64_t>(groups)};
+                               static_cast<cuuint64_t>(a.rows.size())};
     const cuuint64_t stride[2] = {static_cast<cuuint64_t>(a.n) * esize, static_cast<cuuint64_t>(a.m * a.n) * esize};
     const cuuint32_t box_c[3] = {static_cast<cuuint32_t>(128 / esize), 64, 1};
     const cuuint32_t estride_c[3] = {1, 1, 1};
@@ -793,17 +852,8 @@ cudaError_t grouped_gemm_wgrad(const GroupedGemmWgradArgs& a, cudaStream_t strea
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       return cudaErrorInvalidValue;
   }
-  // the calls: the slots of at least split_rows rows (first in the walking order) on the
-  // cooperative tiles, then the others; one call of every slot without a split
-  int cut = 0;
-  if (split_rows > 0)
-    while (cut < p.slots && p.rows[cut] >= split_rows) ++cut;
-  for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
-    if (first == last) continue;
-    const bool short_k = short_reductions(p, first, last);
-    const Schedule sched = wgrad_schedule(a, short_k, first == 0 && cut > 0 && cut < p.slots);
-    const cudaError_t e =
-        launch_wgrad(p, first, last, sched, wgrad_snake_order(sched, short_k), map_a, map_b, map_c, stream);
+  for (const Grid& g : plan_grids(a, dram, p, split_rows)) {
+    const cudaError_t e = launch_wgrad(p, g.first, g.last, g.sched, g.snake, map_a, map_b, map_c, stream);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

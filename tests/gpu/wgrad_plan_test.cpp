@@ -1,0 +1,180 @@
+// The weight-gradient kernel's schedule rules, decided on the host (grouped_gemm_wgrad_plan):
+// which grids a call launches, on which schedule and tile order, for the shapes and memory
+// bandwidths that docs/results/gpu-h200.md measured (runs W5, W26, W27, W28). No GPU needed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "grouped_gemm.hpp"
+
+namespace {
+
+using moehub::kernels::GroupedGemmWgradArgs;
+using moehub::kernels::grouped_gemm_wgrad_plan;
+using moehub::kernels::WgradPlan;
+
+constexpr double kH100Gbps = 3352;  // 2 x 2,619 MHz x 5,120 bits, as the driver reports them
+constexpr double kH200Gbps = 4916;  // 2 x 3,201 MHz x 6,144 bits
+
+// Rows of expert e in proportion to (e + 1)^-0.5, the remainder one row each to the first
+// experts: the skewed routing of bench-gemm and torch_grouped_mm.py.
+std::vector<std::int64_t> skewed(std::int64_t total, int experts) {
+  double sum = 0;
+  for (int e = 0; e < experts; ++e) sum += std::pow(e + 1.0, -0.5);
+  std::vector<std::int64_t> rows;
+  std::int64_t used = 0;
+  for (int e = 0; e < experts; ++e) {
+    rows.push_back(static_cast<std::int64_t>(std::floor(static_cast<double>(total) * std::pow(e + 1.0, -0.5) / sum)));
+    used += rows.back();
+  }
+  for (std::int64_t i = 0; i < total - used; ++i) ++rows[static_cast<std::size_t>(i % experts)];
+  return rows;
+}
+
+GroupedGemmWgradArgs call(std::int64_t m, std::int64_t n, bool fp32, float beta, std::vector<std::int64_t> rows) {
+  GroupedGemmWgradArgs a;
+  a.m = m;
+  a.n = n;
+  a.c_fp32 = fp32;
+  a.beta = beta;
+  a.rows = std::move(rows);
+  return a;
+}
+
+// Sets one environment switch for the scope of a test.
+class Env {
+ public:
+  Env(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~Env() { unsetenv(name_); }
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// Every group with tiles appears in exactly one grid, each grid longest reduction first.
+void expect_partition(const WgradPlan& plan, const GroupedGemmWgradArgs& a) {
+  std::multiset<int> seen;
+  for (const auto& g : plan.grids) {
+    for (std::size_t i = 0; i < g.groups.size(); ++i) {
+      seen.insert(g.groups[i]);
+      if (i > 0) {
+        EXPECT_GE(a.rows[static_cast<std::size_t>(g.groups[i - 1])], a.rows[static_cast<std::size_t>(g.groups[i])]);
+      }
+    }
+  }
+  std::multiset<int> want;
+  for (std::size_t g = 0; g < a.rows.size(); ++g)
+    if (a.rows[g] > 0 || a.beta == 0.f) want.insert(static_cast<int>(g));
+  EXPECT_EQ(seen, want);
+}
+
+TEST(GpuWgradPlan, SkewedFp32GateUpSplitsOnH100ClassMemoryOnly) {
+  // Qwen3-30B-A3B's gate+up weight gradient, 16,384 tokens x top-8 over 128 experts, skewed
+  const auto a = call(2048, 1536, true, 0.f, skewed(16384 * 8, 128));
+  const WgradPlan h100 = grouped_gemm_wgrad_plan(a, kH100Gbps);
+  ASSERT_TRUE(h100.error.empty()) << h100.error;
+  ASSERT_EQ(h100.grids.size(), 2u);
+  EXPECT_EQ(h100.grids[0].schedule, "cooperative");
+  EXPECT_FALSE(h100.grids[0].snake);  // the long groups' mean is 2,574 rows: strided order
+  EXPECT_EQ(h100.grids[1].schedule, "pingpong");
+  EXPECT_TRUE(h100.grids[1].snake);
+  for (int g : h100.grids[0].groups) EXPECT_GE(a.rows[static_cast<std::size_t>(g)], 1536);
+  for (int g : h100.grids[1].groups) EXPECT_LT(a.rows[static_cast<std::size_t>(g)], 1536);
+  EXPECT_EQ(h100.grids[0].groups.size(), 16u);
+  expect_partition(h100, a);
+
+  for (double gbps : {kH200Gbps, 0.0}) {  // the H200, and a card whose bandwidth is unknown
+    const WgradPlan one = grouped_gemm_wgrad_plan(a, gbps);
+    ASSERT_EQ(one.grids.size(), 1u) << gbps;
+    EXPECT_EQ(one.grids[0].schedule, "pingpong");
+    EXPECT_TRUE(one.grids[0].snake);
+    expect_partition(one, a);
+  }
+}
+
+TEST(GpuWgradPlan, DownProjectionsBf16AndAccumulationKeepOneGrid) {
+  const auto rows = skewed(16384 * 8, 128);
+  // the down projection's C has 768 rows
+  const WgradPlan down = grouped_gemm_wgrad_plan(call(768, 2048, true, 0.f, rows), kH100Gbps);
+  ASSERT_EQ(down.grids.size(), 1u);
+  EXPECT_EQ(down.grids[0].schedule, "pingpong");
+  // bf16 C with beta 0: the bf16 rule's one cooperative grid in snake order on the H100 ...
+  const WgradPlan bf16 = grouped_gemm_wgrad_plan(call(2048, 1536, false, 0.f, rows), kH100Gbps);
+  ASSERT_EQ(bf16.grids.size(), 1u);
+  EXPECT_EQ(bf16.grids[0].schedule, "cooperative");
+  EXPECT_TRUE(bf16.grids[0].snake);
+  // ... and ping-pong on the H200
+  const WgradPlan bf16_h200 = grouped_gemm_wgrad_plan(call(2048, 1536, false, 0.f, rows), kH200Gbps);
+  ASSERT_EQ(bf16_h200.grids.size(), 1u);
+  EXPECT_EQ(bf16_h200.grids[0].schedule, "pingpong");
+  // fp32 C accumulated (beta 1), as the ring's fp32 mode does
+  const WgradPlan acc = grouped_gemm_wgrad_plan(call(2048, 1536, true, 1.f, rows), kH100Gbps);
+  ASSERT_EQ(acc.grids.size(), 1u);
+  EXPECT_EQ(acc.grids[0].schedule, "pingpong");
+}
+
+TEST(GpuWgradPlan, EvenOrAllLongGroupsKeepTheRuleOfTheMean) {
+  // even Qwen1.5-MoE at 24,576 tokens: 1,638 rows each, every group past the split point;
+  // one ping-pong grid (one cooperative grid lost 4 % there, run W28)
+  const WgradPlan even = grouped_gemm_wgrad_plan(call(2048, 2816, true, 0.f, std::vector<std::int64_t>(60, 1638)), kH100Gbps);
+  ASSERT_EQ(even.grids.size(), 1u);
+  EXPECT_EQ(even.grids[0].schedule, "pingpong");
+  // skewed Mixtral-8x7B (2,650-7,496 rows): one cooperative grid in the strided order
+  const auto mixtral = call(4096, 28672, true, 0.f, skewed(16384 * 2, 8));
+  const WgradPlan m = grouped_gemm_wgrad_plan(mixtral, kH100Gbps);
+  ASSERT_EQ(m.grids.size(), 1u);
+  EXPECT_EQ(m.grids[0].schedule, "cooperative");
+  EXPECT_FALSE(m.grids[0].snake);
+  expect_partition(m, mixtral);
+}
+
+TEST(GpuWgradPlan, EmptyGroupsHaveTilesOnlyWhenTheirCIsCleared) {
+  const std::vector<std::int64_t> rows = {4000, 0, 900, 0, 3000, 700};
+  Env split("MOEHUB_WGRAD_SPLIT_ROWS", "1536");  // the rule's point, also for beta 1 (where the rule keeps one grid)
+  for (float beta : {0.f, 1.f}) {
+    const auto a = call(2048, 1536, true, beta, rows);
+    const WgradPlan plan = grouped_gemm_wgrad_plan(a, kH100Gbps);
+    ASSERT_EQ(plan.grids.size(), 2u) << beta;
+    EXPECT_EQ(plan.grids[0].groups, (std::vector<int>{0, 4}));
+    EXPECT_EQ(plan.grids[1].groups, beta == 0.f ? (std::vector<int>{2, 5, 1, 3}) : (std::vector<int>{2, 5}));
+    expect_partition(plan, a);
+  }
+}
+
+TEST(GpuWgradPlan, SwitchesOverrideTheRules) {
+  const auto a = call(2048, 1536, true, 0.f, skewed(16384 * 8, 128));
+  {
+    Env one("MOEHUB_WGRAD_SPLIT_ROWS", "0");
+    EXPECT_EQ(grouped_gemm_wgrad_plan(a, kH100Gbps).grids.size(), 1u);
+  }
+  {
+    Env split("MOEHUB_WGRAD_SPLIT_ROWS", "1792");  // any card, any point
+    const WgradPlan plan = grouped_gemm_wgrad_plan(a, kH200Gbps);
+    ASSERT_EQ(plan.grids.size(), 2u);
+    for (int g : plan.grids[0].groups) EXPECT_GE(a.rows[static_cast<std::size_t>(g)], 1792);
+    expect_partition(plan, a);
+    Env sched("MOEHUB_WGRAD_SCHEDULE", "pingpong");
+    Env order("MOEHUB_WGRAD_ORDER", "stride");
+    const WgradPlan forced = grouped_gemm_wgrad_plan(a, kH200Gbps);
+    ASSERT_EQ(forced.grids.size(), 2u);
+    for (const auto& g : forced.grids) {
+      EXPECT_EQ(g.schedule, "pingpong");
+      EXPECT_FALSE(g.snake);
+    }
+  }
+  for (const char* bad : {"-1", "1.5", "x", "12x"}) {
+    Env split("MOEHUB_WGRAD_SPLIT_ROWS", bad);
+    const WgradPlan plan = grouped_gemm_wgrad_plan(a, kH100Gbps);
+    EXPECT_NE(plan.error.find("MOEHUB_WGRAD_SPLIT_ROWS"), std::string::npos) << bad;
+    EXPECT_TRUE(plan.grids.empty()) << bad;
+  }
+}
+
+}  // namespace
