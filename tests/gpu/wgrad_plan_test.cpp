@@ -75,6 +75,16 @@ void expect_partition(const WgradPlan& plan, const GroupedGemmWgradArgs& a) {
   EXPECT_EQ(seen, want);
 }
 
+// The plan of call a at gbps must be one grid of `schedule`, in snake order or strided.
+void expect_one_grid(const GroupedGemmWgradArgs& a, double gbps, const std::string& schedule, bool snake) {
+  const WgradPlan plan = grouped_gemm_wgrad_plan(a, gbps);
+  ASSERT_TRUE(plan.error.empty()) << plan.error;
+  ASSERT_EQ(plan.grids.size(), 1u) << schedule << " at " << gbps << " GB/s";
+  EXPECT_EQ(plan.grids[0].schedule, schedule) << gbps << " GB/s";
+  EXPECT_EQ(plan.grids[0].snake, snake) << gbps << " GB/s";
+  expect_partition(plan, a);
+}
+
 TEST(GpuWgradPlan, SkewedFp32GateUpSplitsOnH100ClassMemoryOnly) {
   // Qwen3-30B-A3B's gate+up weight gradient, 16,384 tokens x top-8 over 128 experts, skewed
   const auto a = call(2048, 1536, true, 0.f, skewed(16384 * 8, 128));
@@ -90,49 +100,28 @@ TEST(GpuWgradPlan, SkewedFp32GateUpSplitsOnH100ClassMemoryOnly) {
   EXPECT_EQ(h100.grids[0].groups.size(), 16u);
   expect_partition(h100, a);
 
-  for (double gbps : {kH200Gbps, 0.0}) {  // the H200, and a card whose bandwidth is unknown
-    const WgradPlan one = grouped_gemm_wgrad_plan(a, gbps);
-    ASSERT_EQ(one.grids.size(), 1u) << gbps;
-    EXPECT_EQ(one.grids[0].schedule, "pingpong");
-    EXPECT_TRUE(one.grids[0].snake);
-    expect_partition(one, a);
-  }
+  expect_one_grid(a, kH200Gbps, "pingpong", true);
+  expect_one_grid(a, 0.0, "pingpong", true);  // a card whose bandwidth is unknown
 }
 
 TEST(GpuWgradPlan, DownProjectionsBf16AndAccumulationKeepOneGrid) {
   const auto rows = skewed(16384 * 8, 128);
   // the down projection's C has 768 rows
-  const WgradPlan down = grouped_gemm_wgrad_plan(call(768, 2048, true, 0.f, rows), kH100Gbps);
-  ASSERT_EQ(down.grids.size(), 1u);
-  EXPECT_EQ(down.grids[0].schedule, "pingpong");
-  // bf16 C with beta 0: the bf16 rule's one cooperative grid in snake order on the H100 ...
-  const WgradPlan bf16 = grouped_gemm_wgrad_plan(call(2048, 1536, false, 0.f, rows), kH100Gbps);
-  ASSERT_EQ(bf16.grids.size(), 1u);
-  EXPECT_EQ(bf16.grids[0].schedule, "cooperative");
-  EXPECT_TRUE(bf16.grids[0].snake);
-  // ... and ping-pong on the H200
-  const WgradPlan bf16_h200 = grouped_gemm_wgrad_plan(call(2048, 1536, false, 0.f, rows), kH200Gbps);
-  ASSERT_EQ(bf16_h200.grids.size(), 1u);
-  EXPECT_EQ(bf16_h200.grids[0].schedule, "pingpong");
+  expect_one_grid(call(768, 2048, true, 0.f, rows), kH100Gbps, "pingpong", true);
+  // bf16 C with beta 0: the bf16 rule's one cooperative grid in snake order on the H100, ...
+  expect_one_grid(call(2048, 1536, false, 0.f, rows), kH100Gbps, "cooperative", true);
+  // ... ping-pong on the H200
+  expect_one_grid(call(2048, 1536, false, 0.f, rows), kH200Gbps, "pingpong", true);
   // fp32 C accumulated (beta 1), as the ring's fp32 mode does
-  const WgradPlan acc = grouped_gemm_wgrad_plan(call(2048, 1536, true, 1.f, rows), kH100Gbps);
-  ASSERT_EQ(acc.grids.size(), 1u);
-  EXPECT_EQ(acc.grids[0].schedule, "pingpong");
+  expect_one_grid(call(2048, 1536, true, 1.f, rows), kH100Gbps, "pingpong", true);
 }
 
 TEST(GpuWgradPlan, EvenOrAllLongGroupsKeepTheRuleOfTheMean) {
   // even Qwen1.5-MoE at 24,576 tokens: 1,638 rows each, every group past the split point;
   // one ping-pong grid (one cooperative grid lost 4 % there, run W28)
-  const WgradPlan even = grouped_gemm_wgrad_plan(call(2048, 2816, true, 0.f, std::vector<std::int64_t>(60, 1638)), kH100Gbps);
-  ASSERT_EQ(even.grids.size(), 1u);
-  EXPECT_EQ(even.grids[0].schedule, "pingpong");
+  expect_one_grid(call(2048, 2816, true, 0.f, std::vector<std::int64_t>(60, 1638)), kH100Gbps, "pingpong", true);
   // skewed Mixtral-8x7B (2,650-7,496 rows): one cooperative grid in the strided order
-  const auto mixtral = call(4096, 28672, true, 0.f, skewed(16384 * 2, 8));
-  const WgradPlan m = grouped_gemm_wgrad_plan(mixtral, kH100Gbps);
-  ASSERT_EQ(m.grids.size(), 1u);
-  EXPECT_EQ(m.grids[0].schedule, "cooperative");
-  EXPECT_FALSE(m.grids[0].snake);
-  expect_partition(m, mixtral);
+  expect_one_grid(call(4096, 28672, true, 0.f, skewed(16384 * 2, 8)), kH100Gbps, "cooperative", false);
 }
 
 TEST(GpuWgradPlan, EmptyGroupsHaveTilesOnlyWhenTheirCIsCleared) {
