@@ -547,10 +547,10 @@ constexpr double kH100ClassMaxDramGbps = 4000;
 // and 32,768 tokens), the split gate+up gradients of Qwen3-30B-A3B and Qwen1.5-MoE ran
 // up to 23 % faster than one call on the schedule of the mean (1-23 % in every reading but
 // two, Qwen1.5 at 16,384 tokens in one call: 0.5-1.2 % slower); against one cooperative
-// call in snake order, 1.9-8.3 % faster at 16,384 tokens in seventeen readings of eighteen
-// (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of 1,280 to 1,792
-// rows read alike (their differences were within the 4 % by which two identical calls
-// differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
+// call in snake order, 1.9-8.3 % faster at 16,384 tokens in twenty-one readings of
+// twenty-two (2.1 % slower in the last) and -4.5 to +1.9 % at 32,768. Split points of
+// 1,280 to 1,792 rows read alike (their differences were within the 4 % by which two
+// identical calls differed in one process); 2,048 gained less at 16,384 tokens. When every group is long,
 // one cooperative call lost 4 % to ping-pong on even Qwen1.5 at 1,638 rows, so such a call
 // keeps the rules above; the down projections (m 768 and 1,408) ran up to 6 % slower split,
 // and with bf16 C the split gained nothing over the bf16 rule, so those keep one call (our
