@@ -572,9 +572,15 @@ bool short_reductions(const Params& p, int first, int last) {
 // kH100ClassMaxDramGbps.
 bool h100_class_memory(double dram_gbps) { return dram_gbps > 0 && dram_gbps < kH100ClassMaxDramGbps; }
 
+// Whether a call writes C with beta 0, has at least kWideCMinM rows of C and runs on an
+// H100-class memory system: where the bf16 rule and the fp32 split apply.
+bool wide_c_on_h100_class(const GroupedGemmWgradArgs& a, double dram_gbps) {
+  return a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory(dram_gbps);
+}
+
 // Whether a call takes the cooperative schedule by the bf16 rule (kWideCMinM).
 bool cooperative_bf16(const GroupedGemmWgradArgs& a, double dram_gbps) {
-  return !a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory(dram_gbps);
+  return !a.c_fp32 && wide_c_on_h100_class(a, dram_gbps);
 }
 
 // The rows from which a group runs in the first of two calls, on the cooperative tiles
@@ -584,8 +590,7 @@ bool cooperative_bf16(const GroupedGemmWgradArgs& a, double dram_gbps) {
 // error (-1).
 long long wgrad_split_rows(const GroupedGemmWgradArgs& a, double dram_gbps) {
   const std::string v = env_knob("MOEHUB_WGRAD_SPLIT_ROWS");
-  if (v.empty())
-    return a.c_fp32 && a.beta == 0.f && a.m >= kWideCMinM && h100_class_memory(dram_gbps) ? kSplitMinRows : 0;
+  if (v.empty()) return a.c_fp32 && wide_c_on_h100_class(a, dram_gbps) ? kSplitMinRows : 0;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v.c_str(), &end, 10);
@@ -713,13 +718,15 @@ std::vector<Grid> plan_grids(const GroupedGemmWgradArgs& a, double dram_gbps, co
   int cut = 0;
   if (split_rows > 0)
     while (cut < p.slots && p.rows[cut] >= split_rows) ++cut;
+  if (cut == p.slots) cut = 0;  // every group long: no split
   std::vector<Grid> grids;
-  for (const auto& [first, last] : {std::pair<int, int>{0, cut}, std::pair<int, int>{cut, p.slots}}) {
-    if (first == last) continue;
+  const auto add = [&](int first, int last, bool long_part) {
     const bool short_k = short_reductions(p, first, last);
-    const Schedule sched = wgrad_schedule(a, dram_gbps, short_k, first == 0 && cut > 0 && cut < p.slots);
+    const Schedule sched = wgrad_schedule(a, dram_gbps, short_k, long_part);
     grids.push_back(Grid{first, last, sched, wgrad_snake_order(sched, short_k)});
-  }
+  };
+  if (cut > 0) add(0, cut, true);
+  if (cut < p.slots) add(cut, p.slots, false);
   return grids;
 }
 

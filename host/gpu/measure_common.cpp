@@ -110,30 +110,6 @@ double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& 
 }
 
 
-std::vector<std::int64_t> balanced_rows(std::int64_t total, int groups) {
-  std::vector<std::int64_t> r(static_cast<std::size_t>(groups), total / groups);
-  for (std::int64_t i = 0; i < total % groups; ++i) ++r[static_cast<std::size_t>(i)];
-  return r;
-}
-
-/// Rows of expert e proportional to (e + 1)^-0.5, rounded down, the remainder one row each
-/// to the first experts: a fixed, reproducible imbalance (128 experts: the largest gets
-/// 6.0x the mean, the smallest 0.53x). scripts/gpu/torch_grouped_mm.py --routing skewed
-/// computes the same rows.
-std::vector<std::int64_t> skewed_rows(std::int64_t total, int groups) {
-  double sum = 0;
-  for (int e = 0; e < groups; ++e) sum += std::pow(static_cast<double>(e + 1), -0.5);
-  std::vector<std::int64_t> r(static_cast<std::size_t>(groups));
-  std::int64_t used = 0;
-  for (int e = 0; e < groups; ++e) {
-    r[static_cast<std::size_t>(e)] =
-        static_cast<std::int64_t>(std::floor(static_cast<double>(total) * std::pow(static_cast<double>(e + 1), -0.5) / sum));
-    used += r[static_cast<std::size_t>(e)];
-  }
-  for (std::int64_t i = 0; i < total - used; ++i) ++r[static_cast<std::size_t>(i % groups)];
-  return r;
-}
-
 /// Times the forward expert GEMMs (gate+up, then down) of one shape set with each
 /// implementation and a dense GEMM of the same FLOPs; appends to `out`.
 void bench_shapes(const std::string& label, int H, int F, const std::vector<std::int64_t>& rows,

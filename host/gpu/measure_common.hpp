@@ -1,6 +1,6 @@
 // Helpers shared by the measuring commands (memory, bench-gemm, bench-hop, run): shape
 // options, seeded device inputs, CUDA-event timing (medians, round-robin rounds), row
-// splits and the expert-GEMM benchmark of one shape set.
+// splits (expert_rows.hpp) and the expert-GEMM benchmark of one shape set.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "expert_rows.hpp"
 #include "layer.hpp"
 #include "trace.hpp"
 
@@ -31,12 +32,6 @@ double median(std::vector<double> v);
 std::vector<double> round_robin_us(cudaStream_t s, int warm, int reps, const std::vector<std::function<void()>>& fns);
 /// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
 double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& fn);
-std::vector<std::int64_t> balanced_rows(std::int64_t total, int groups);
-/// Rows of expert e proportional to (e + 1)^-0.5, rounded down, the remainder one row each
-/// to the first experts: a fixed, reproducible imbalance (128 experts: the largest gets
-/// 6.0x the mean, the smallest 0.53x). scripts/gpu/torch_grouped_mm.py --routing skewed
-/// computes the same rows.
-std::vector<std::int64_t> skewed_rows(std::int64_t total, int groups);
 /// Times the forward expert GEMMs (gate+up, then down) of one shape set with each
 /// implementation and a dense GEMM of the same FLOPs; appends to `out`.
 void bench_shapes(const std::string& label, int H, int F, const std::vector<std::int64_t>& rows,

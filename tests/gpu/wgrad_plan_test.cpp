@@ -3,38 +3,25 @@
 // bandwidths that docs/results/gpu-h200.md measured (runs W5, W26, W27, W28). No GPU needed.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "expert_rows.hpp"
 #include "grouped_gemm.hpp"
 
 namespace {
 
+using moehub::gpu::balanced_rows;
+using moehub::gpu::skewed_rows;
 using moehub::kernels::GroupedGemmWgradArgs;
 using moehub::kernels::grouped_gemm_wgrad_plan;
 using moehub::kernels::WgradPlan;
 
 constexpr double kH100Gbps = 3352;  // 2 x 2,619 MHz x 5,120 bits, as the driver reports them
 constexpr double kH200Gbps = 4916;  // 2 x 3,201 MHz x 6,144 bits
-
-// Rows of expert e in proportion to (e + 1)^-0.5, the remainder one row each to the first
-// experts: the skewed routing of bench-gemm and torch_grouped_mm.py.
-std::vector<std::int64_t> skewed(std::int64_t total, int experts) {
-  double sum = 0;
-  for (int e = 0; e < experts; ++e) sum += std::pow(e + 1.0, -0.5);
-  std::vector<std::int64_t> rows;
-  std::int64_t used = 0;
-  for (int e = 0; e < experts; ++e) {
-    rows.push_back(static_cast<std::int64_t>(std::floor(static_cast<double>(total) * std::pow(e + 1.0, -0.5) / sum)));
-    used += rows.back();
-  }
-  for (std::int64_t i = 0; i < total - used; ++i) ++rows[static_cast<std::size_t>(i % experts)];
-  return rows;
-}
 
 GroupedGemmWgradArgs call(std::int64_t m, std::int64_t n, bool fp32, float beta, std::vector<std::int64_t> rows) {
   GroupedGemmWgradArgs a;
@@ -87,7 +74,7 @@ void expect_one_grid(const GroupedGemmWgradArgs& a, double gbps, const std::stri
 
 TEST(GpuWgradPlan, SkewedFp32GateUpSplitsOnH100ClassMemoryOnly) {
   // Qwen3-30B-A3B's gate+up weight gradient, 16,384 tokens x top-8 over 128 experts, skewed
-  const auto a = call(2048, 1536, true, 0.f, skewed(16384 * 8, 128));
+  const auto a = call(2048, 1536, true, 0.f, skewed_rows(16384 * 8, 128));
   const WgradPlan h100 = grouped_gemm_wgrad_plan(a, kH100Gbps);
   ASSERT_TRUE(h100.error.empty()) << h100.error;
   ASSERT_EQ(h100.grids.size(), 2u);
@@ -105,7 +92,7 @@ TEST(GpuWgradPlan, SkewedFp32GateUpSplitsOnH100ClassMemoryOnly) {
 }
 
 TEST(GpuWgradPlan, DownProjectionsBf16AndAccumulationKeepOneGrid) {
-  const auto rows = skewed(16384 * 8, 128);
+  const auto rows = skewed_rows(16384 * 8, 128);
   // the down projection's C has 768 rows
   expect_one_grid(call(768, 2048, true, 0.f, rows), kH100Gbps, "pingpong", true);
   // bf16 C with beta 0: the bf16 rule's one cooperative grid in snake order on the H100, ...
@@ -117,11 +104,11 @@ TEST(GpuWgradPlan, DownProjectionsBf16AndAccumulationKeepOneGrid) {
 }
 
 TEST(GpuWgradPlan, EvenOrAllLongGroupsKeepTheRuleOfTheMean) {
-  // even Qwen1.5-MoE at 24,576 tokens: 1,638 rows each, every group past the split point;
+  // even Qwen1.5-MoE at 24,576 tokens: 1,638-1,639 rows each, every group past the split point;
   // one ping-pong grid (one cooperative grid lost 4 % there, run W28)
-  expect_one_grid(call(2048, 2816, true, 0.f, std::vector<std::int64_t>(60, 1638)), kH100Gbps, "pingpong", true);
+  expect_one_grid(call(2048, 2816, true, 0.f, balanced_rows(24576 * 4, 60)), kH100Gbps, "pingpong", true);
   // skewed Mixtral-8x7B (2,650-7,496 rows): one cooperative grid in the strided order
-  expect_one_grid(call(4096, 28672, true, 0.f, skewed(16384 * 2, 8)), kH100Gbps, "cooperative", false);
+  expect_one_grid(call(4096, 28672, true, 0.f, skewed_rows(16384 * 2, 8)), kH100Gbps, "cooperative", false);
 }
 
 TEST(GpuWgradPlan, EmptyGroupsHaveTilesOnlyWhenTheirCIsCleared) {
@@ -138,7 +125,7 @@ TEST(GpuWgradPlan, EmptyGroupsHaveTilesOnlyWhenTheirCIsCleared) {
 }
 
 TEST(GpuWgradPlan, SwitchesOverrideTheRules) {
-  const auto a = call(2048, 1536, true, 0.f, skewed(16384 * 8, 128));
+  const auto a = call(2048, 1536, true, 0.f, skewed_rows(16384 * 8, 128));
   {
     Env one("MOEHUB_WGRAD_SPLIT_ROWS", "0");
     EXPECT_EQ(grouped_gemm_wgrad_plan(a, kH100Gbps).grids.size(), 1u);
