@@ -186,8 +186,9 @@ void HubDigest::install() {
   StatePtr s = state_;
   golden::set_hub_functions_observer([s](golden::HubFunctions& f, const golden::HubParams& p) {
     if (auto* aau = dynamic_cast<golden::AddressAllocationUnit*>(f.ingress.get())) {
-      f.ingress.release();
-      f.ingress = std::make_unique<RecordingAau>(std::unique_ptr<golden::AddressAllocationUnit>(aau), p, s);
+      std::unique_ptr<golden::AddressAllocationUnit> owned(aau);
+      (void)f.ingress.release();  // `owned` holds it (also if the wrapper's allocation throws)
+      f.ingress = std::make_unique<RecordingAau>(std::move(owned), p, s);
     } else if (f.ingress) {
       f.ingress = std::make_unique<RecordingIngress>(std::move(f.ingress), p.gpu, s);
     }
