@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,16 +79,17 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-/// Median time (us) of each of `fns` enqueued on `s`: `warm` rounds, then `reps` timed
-/// rounds, one call of each function per round (round-robin, so that the GPU's clock drift
-/// over the measurement is shared by all of them), CUDA events around each call.
 std::vector<double> round_robin_us(cudaStream_t s, int warm, int reps, const std::vector<std::function<void()>>& fns) {
   cudaEvent_t a, b;
   MOEHUB_CUDA_CHECK(cudaEventCreate(&a));
   MOEHUB_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<std::vector<double>> t(fns.size());
+  std::vector<std::size_t> order(fns.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937 rng(20261207u);
   for (int round = 0; round < warm + reps; ++round) {
-    for (std::size_t i = 0; i < fns.size(); ++i) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const std::size_t i : order) {
       MOEHUB_CUDA_CHECK(cudaEventRecord(a, s));
       fns[i]();
       MOEHUB_CUDA_CHECK(cudaEventRecord(b, s));

@@ -28,7 +28,10 @@ std::string device_name(int dev);
 double median(std::vector<double> v);
 /// Median time (us) of each of `fns` enqueued on `s`: `warm` rounds, then `reps` timed
 /// rounds, one call of each function per round (round-robin, so that the GPU's clock drift
-/// over the measurement is shared by all of them), CUDA events around each call.
+/// over the measurement is shared by all of them), CUDA events around each call. Each round
+/// calls them in a new order (seeded, the same in every run), so that no case always
+/// follows the same neighbour: after a case that draws little power the GPU runs the next
+/// one at a higher clock (docs/results/gpu-h200.md, runs W10a and W29).
 std::vector<double> round_robin_us(cudaStream_t s, int warm, int reps, const std::vector<std::function<void()>>& fns);
 /// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
 double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& fn);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds moehub-gpu on the GPU machine (preset gpu) and runs the stages named on the
 # command line, logging all of them to $OUT/log.txt (or ./out-gpu): build, check, sanitize,
-# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16-schedule, gemm-wgrad-split, gemm-wgrad-order, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
+# build-gemm, check-wgmma, gemm-test, gemm-test-fwd, gemm, gemm-fwd, gemm-skewed, gemm-wgrad, gemm-wgrad-bf16, check-wgrad-variants, racecheck-wgrad, gemm-wgrad-variants, gemm-wgrad-bf16-schedule, gemm-wgrad-split, gemm-wgrad-order, timing-method, ncu-wgrad, ncu-wgrad-bf16, run-wgrad, memory, memory-default, memory-options, hop, run, run-pub, rank-failure, tests, sanitize-kernels, small-kernels, launch-threads, coverage. Each stage has a time limit; a failing stage does not stop
 # the others. The trace of `run` comes back as $OUT/trace.tar.gz.
 #   scripts/gpu/device_run.sh build check sanitize gemm
 set -u
@@ -92,6 +92,12 @@ for s in "$@"; do
       stage torch_wgrad_order_skewed_32768 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --tokens 32768 --models $M --wgrad-variants $V
       stage torch_wgrad_order_even_32768 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --tokens 32768 --models $M --wgrad-variants $V
       stage torch_wgrad_order_even_16384 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V ;;
+    timing-method)  # the timing rounds' order (fixed, shuffled) and a spin kernel hiding each launch (--busy-cycles), each way on the same cases, among them identical kernel calls in several slots (bf16: the default and two variants that change nothing; fp32 on even routing: split_rows=0)
+      for m in "fixed 0" "shuffled 0" "fixed 200000" "shuffled 200000"; do
+        read -r order busy <<< "$m"
+        stage "torch_timing_${order}_${busy}_even" 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --round-order $order --busy-cycles $busy --wgrad-variants out=bf16,out=bf16:bf16_epilogue=tma,split_rows=0
+        stage "torch_timing_${order}_${busy}_skewed" 200 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --routing skewed --tokens 32768 --models qwen3-30b-a3b,qwen1.5-moe-a2.7b --round-order $order --busy-cycles $busy --wgrad-variants out=bf16,out=bf16:bf16_epilogue=tma
+      done ;;
     gemm-wgrad-bf16)  # bf16 C: the tensor-store epilogue (default) beside the thread stores, one process per routing; the thread stores against cuBLAS
       V=out=bf16:bf16_epilogue=threads
       stage torch_wgrad_bf16 150 python3 scripts/gpu/torch_grouped_mm.py --gemms wgrad --wgrad-variants $V

@@ -8,7 +8,8 @@ each to the first experts), bf16 inputs, bf16 output; gate+up as one grouped pro
 with N = 2F (the same FLOPs as moehub's two F-wide groups per expert), down with N = H.
 Timed with CUDA events, the four cases of a model round-robin (one call of each per
 round, 20 rounds after 5 warm-up rounds, median per case: the GPU's clock drift is
-shared by all cases), random inputs (never zeros). Also a dense torch.mm of the same
+shared by all cases; each round in a new seeded order, and a spin kernel before each case
+so that its launch is not timed: --round-order, --busy-cycles), random inputs (never zeros). Also a dense torch.mm of the same
 FLOPs. Prints one line per shape. With the moehub library (found under build/*/kernels
 or given by --moehub-lib) two more cases join the same rounds: the kernel on torch's own
 tensors (B stored [E][N][K]) and on the layer's layout (B stored [E][K][N]); each of its
@@ -29,6 +30,7 @@ import ctypes
 import glob
 import math
 import os
+import random
 import statistics
 import sys
 
@@ -69,14 +71,36 @@ def expert_rows(total, experts, routing):
     return rows
 
 
+# How round_robin_us orders the cases of a round and whether the GPU is kept busy while a
+# case is launched (set from the command line: --round-order, --busy-cycles). On an H100
+# (docs/results/gpu-h200.md, run W29), identical kernel calls in several slots of one
+# process read 0.4-0.7 % apart on average with these defaults, 1.1-1.3 % in a fixed order
+# without the spin (up to 4.3 %).
+ROUND_ORDER = "shuffled"
+BUSY_CYCLES = 200000  # about 100-120 us at the H100's and H200's 1.7-1.98 GHz: longer than a launch
+
+
 def round_robin_us(fns, warm=5, reps=20):
+    """Median time (us) of each of fns over `reps` rounds after `warm` warm-up rounds, one
+    call of each per round, CUDA events around each call. ROUND_ORDER "fixed" calls them in
+    list order every round, so each case always follows the same one; "shuffled" draws a
+    new order for every round (seeded: the same orders in every run), so that no case's
+    time carries what its predecessor leaves behind (the GPU's clocks and power state).
+    BUSY_CYCLES > 0 puts a spin kernel of that many GPU cycles before the start event, so
+    the host's launch of the case happens while the GPU is busy and is not timed."""
     times = [[] for _ in fns]
+    order = list(range(len(fns)))
+    rng = random.Random(20261207)
     for r in range(warm + reps):
-        for i, fn in enumerate(fns):
+        if ROUND_ORDER == "shuffled":
+            rng.shuffle(order)
+        for i in order:
             a = torch.cuda.Event(enable_timing=True)
             b = torch.cuda.Event(enable_timing=True)
+            if BUSY_CYCLES > 0:
+                torch.cuda._sleep(BUSY_CYCLES)
             a.record()
-            fn()
+            fns[i]()
             b.record()
             b.synchronize()
             if r >= warm:
@@ -319,6 +343,7 @@ def rel_diff(x, ref):
 
 
 def main():
+    global ROUND_ORDER, BUSY_CYCLES
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--models", default=DEFAULT_MODELS, help="names of configs/models/*.yaml")
@@ -332,13 +357,21 @@ def main():
                         "or out=bf16:bf16_epilogue=threads")
     p.add_argument("--wgrad-parts", type=int, default=0,
                    help="also time the weight gradients of this many runs of consecutive experts alone")
+    p.add_argument("--round-order", choices=["fixed", "shuffled"], default=ROUND_ORDER,
+                   help="the cases' order in each timing round: the same every round, or drawn anew (seeded)")
+    p.add_argument("--busy-cycles", type=int, default=BUSY_CYCLES,
+                   help="GPU cycles of a spin kernel before each timed case, so that its launch is not timed (0: none)")
     args = p.parse_args()
+    if args.busy_cycles < 0:
+        p.error(f"--busy-cycles must be >= 0 (got {args.busy_cycles})")
+    ROUND_ORDER, BUSY_CYCLES = args.round_order, args.busy_cycles
     gemms = set(args.gemms.split(","))
     if not hasattr(torch, "_grouped_mm"):
         print("torch._grouped_mm is not available in torch", torch.__version__)
         return 1
     dev = torch.device("cuda")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, tokens {args.tokens}, {args.routing} routing")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, tokens {args.tokens}, {args.routing} routing, "
+          f"rounds in {ROUND_ORDER} order, busy cycles {BUSY_CYCLES}")
     try:
         moehub = load_moehub(args.moehub_lib)
     except OSError as e:
