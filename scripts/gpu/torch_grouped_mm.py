@@ -73,9 +73,9 @@ def expert_rows(total, experts, routing):
 
 # How round_robin_us orders the cases of a round and whether the GPU is kept busy while a
 # case is launched (set from the command line: --round-order, --busy-cycles). On an H100
-# (docs/results/gpu-h200.md, run W29), identical kernel calls in several slots of one
-# process read 0.4-0.7 % apart on average with these defaults, 1.1-1.3 % in a fixed order
-# without the spin (up to 4.3 %).
+# (docs/results/gpu-h200.md, run W29, three calls), identical kernel calls in several slots
+# of one process read 0.4-0.8 % apart on average with these defaults, 1.0-1.3 % in a fixed
+# order without the spin (up to 4.3 %).
 ROUND_ORDER = "shuffled"
 BUSY_CYCLES = 200000  # about 100-120 us at the H100's and H200's 1.7-1.98 GHz: longer than a launch
 
