@@ -609,17 +609,20 @@ def main():
              for i in range(args.start, args.start + n)]
     counts = {}
     failures = []
-    slowest = 0.0
+    slowest, slowest_case = 0.0, ""
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for done, (kind, rc, problem, elapsed, last) in enumerate(pool.map(lambda c: run_case(args, c), cases), 1):
+        results = zip(cases, pool.map(lambda c: run_case(args, c), cases))
+        for done, (case, (kind, rc, problem, elapsed, last)) in enumerate(results, 1):
             key = (kind, "timeout" if rc is None else rc)
             if rc == SANITIZER_EXIT and not problem:
                 key = (kind, "3 (time limit; leaks of suspended SystemC threads)")
             elif rc == 3:
                 key = (kind, "3 (time limit)" if last and TIME_LIMIT_MARK in last[0] else "3 (self-checks)")
             counts[key] = counts.get(key, 0) + 1
-            slowest = max(slowest, elapsed)
+            if elapsed > slowest:
+                # named so that it can be run again alone: --start INDEX and a count of 1 of its kind
+                slowest, slowest_case = elapsed, "%s %d, exit %s" % (kind, case.index, key[1])
             if problem:
                 failures.append((kind, problem, last))
                 print("FAIL %s: %s %s" % (kind, problem, last), flush=True)
@@ -627,8 +630,8 @@ def main():
                 print("... %d/%d cases, %d failures, %.0f s" % (done, len(cases), len(failures),
                                                              time.monotonic() - t0), flush=True)
     wall = time.monotonic() - t0
-    print("mutate_sim: %d cases in %.1f s (slowest %.2f s), seed %d, sim %s" % (
-        len(cases), wall, slowest, args.seed, args.sim))
+    print("mutate_sim: %d cases in %.1f s (slowest %.2f s: %s), seed %d, sim %s" % (
+        len(cases), wall, slowest, slowest_case or "none", args.seed, args.sim))
     for kind in ("config", "trace", "cli"):
         row = {k[1]: v for k, v in counts.items() if k[0] == kind}
         if row:
