@@ -118,7 +118,7 @@ int cmd_bench_gemm(const Args& a) {
     throw UsageError("--routing must be balanced or skewed (got '" + routing + "')");
   const bool skewed = routing == "skewed";
   std::printf("bench-gemm: %lld tokens, %s routing (rows = tokens * k %s), bf16 in, fp32 "
-              "accumulate, bf16 out (weight gradients wgrad-*: fp32 out, beta 0); cases round-robin, median of 20 rounds after 5 warm-up rounds; %s\n",
+              "accumulate, bf16 out (weight gradients wgrad-*: fp32 out, beta 0); cases round-robin in a new seeded order each round, median of 20 rounds after 5 warm-up rounds; %s\n",
               static_cast<long long>(tokens), routing.c_str(),
               skewed ? "over the experts in proportion to (e + 1)^-0.5" : "split evenly over the experts",
               device_name(0).c_str());
