@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Every relative link of the project's Markdown resolves.
+"""Every relative link and every path named in code of the project's Markdown resolves.
 
 Checks every Markdown file of the tree (folders whose names start with '.', 'build' or
 'out' left out; fenced code blocks left out): the
 target file or folder of each relative link exists, and a link's #anchor names a heading
 of its target (GitHub's rule: lower case, punctuation other than '-' and '_' dropped,
-spaces to '-'). Prints each broken link as FILE:LINE: TARGET (why) and exits 1 if there
-is any, 0 otherwise.
+spaces to '-'); and every inline code span that is a path in the tree (it starts with one
+of the top folders, e.g. `systemc/gpu/hub.cpp`, or with `data/` in docs/results) names a
+file or folder that exists, or the stem of one (`systemc/gpu/sm_array` for its .hpp and
+.cpp, a test binary by its source). Prints each broken one as FILE:LINE: TARGET (why) and
+exits 1 if there is any, 0 otherwise.
 
   tests/repo/check_doc_links.py ROOT
   tests/repo/check_doc_links.py --planted DIR   # writes a tree with two broken links into
@@ -17,6 +20,9 @@ import re
 import sys
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+TOP_FOLDERS = ("bench", "cmake", "configs", "docs", "formal", "host", "kernels", "rtl", "scripts", "synth", "systemc",
+               "tb", "tests")
+CODE_PATH = re.compile(r"`((?:" + "|".join(TOP_FOLDERS) + r"|data)/[A-Za-z0-9_./-]*)`")
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
@@ -55,6 +61,20 @@ def anchors(path, cache={}):
     return cache[path]
 
 
+def path_exists(root, md, span):
+    """Whether a code span's path names something: from the root, or (data/...) from the
+    page's folder; a name without its extension counts (a module's stem, a test binary)."""
+    rel = span.rstrip("/.")
+    for base in (root, os.path.dirname(md)):
+        p = os.path.normpath(os.path.join(base, rel))
+        if os.path.exists(p):
+            return True
+        folder, stem = os.path.split(p)
+        if os.path.isdir(folder) and any(n.startswith(stem + ".") for n in os.listdir(folder)):
+            return True
+    return False
+
+
 def markdown_files(root):
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "build", "out")))
@@ -71,6 +91,7 @@ def plant(folder):
     with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
         f.write("# Planted\n\nSee [a](docs/a.md#the-moehub-sim-options-2026),\n"
                 "[missing](docs/missing.md) and [no heading](docs/a.md#nowhere).\n"
+                "The code of `docs/a` and of `scripts/gone.sh`.\n"
                 "```\n[in code](docs/not-checked.md)\n```\n")
 
 
@@ -94,6 +115,13 @@ def check(root):
                     broken.append(f"{where} (no such file)")
                 elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
                     broken.append(f"{where} (no heading '{anchor}' in {os.path.relpath(dest, root)})")
+            for m in CODE_PATH.finditer(line):
+                span = m.group(1)
+                if span.startswith("data/") and os.path.basename(os.path.dirname(md)) != "results":
+                    continue
+                count += 1
+                if not path_exists(root, md, span):
+                    broken.append(f"{os.path.relpath(md, root)}:{number}: `{span}` (no such file)")
     return count, broken
 
 
@@ -108,7 +136,7 @@ def main():
     count, broken = check(args[0])
     for b in broken:
         print(b)
-    print(f"{count} relative links, {len(broken)} broken")
+    print(f"{count} relative links and paths in code, {len(broken)} broken")
     return 1 if broken else 0
 
 
