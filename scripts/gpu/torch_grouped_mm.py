@@ -8,10 +8,11 @@ each to the first experts), bf16 inputs, bf16 output; gate+up as one grouped pro
 with N = 2F (the same FLOPs as moehub's two F-wide groups per expert), down with N = H.
 Timed with CUDA events, the four cases of a model round-robin (one call of each per
 round, 20 rounds after 5 warm-up rounds, median per case: the GPU's clock drift is
-shared by all cases; each round in a new seeded order, and a spin kernel before each case
-so that its launch is not timed: --round-order, --busy-cycles), random inputs (never zeros). Also a dense torch.mm of the same
-FLOPs. Prints one line per shape. With the moehub library (found under build/*/kernels
-or given by --moehub-lib) two more cases join the same rounds: the kernel on torch's own
+shared by all cases; each round in a new seeded order, and a spin kernel before each
+case so that its launch is not timed: --round-order, --busy-cycles), random inputs
+(never zeros). Also a dense torch.mm of the same FLOPs. Prints one line per shape.
+With the moehub library (found under build/*/kernels or given by --moehub-lib) two more
+cases join the same rounds: the kernel on torch's own
 tensors (B stored [E][N][K]) and on the layer's layout (B stored [E][K][N]); each of its
 outputs is checked against torch._grouped_mm's (largest difference relative to the
 largest value).
