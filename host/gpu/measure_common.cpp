@@ -106,11 +106,9 @@ std::vector<double> round_robin_us(cudaStream_t s, int warm, int reps, const std
   return med;
 }
 
-/// Median time (us) of `fn` enqueued on `s`, over `reps` runs after `warm` warm-ups.
 double time_us(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
   return round_robin_us(s, warm, reps, {fn})[0];
 }
-
 
 /// Times the forward expert GEMMs (gate+up, then down) of one shape set with each
 /// implementation and a dense GEMM of the same FLOPs; appends to `out`.
