@@ -12,8 +12,8 @@ file or folder that exists, or the stem of one (`systemc/gpu/sm_array` for its .
 exits 1 if there is any, 0 otherwise.
 
   tests/repo/check_doc_links.py ROOT
-  tests/repo/check_doc_links.py --planted DIR   # writes a tree with two broken links into
-                                                # DIR and checks it: must report both
+  tests/repo/check_doc_links.py --planted DIR   # writes a tree with three broken references
+                                                # into DIR and checks it: must report all three
 """
 import functools
 import os
@@ -85,7 +85,8 @@ def markdown_files(root):
 
 
 def plant(folder):
-    """A tree with one good link, a link to a missing file and one to a missing heading."""
+    """A tree with one good link, a link to a missing file, one to a missing heading and a
+    path in code that names no file."""
     os.makedirs(os.path.join(folder, "docs"), exist_ok=True)
     with open(os.path.join(folder, "docs", "a.md"), "w", encoding="utf-8") as f:
         f.write("# A page\n\n## The `moehub-sim` options (2026)\n\nBack to [the start](../README.md).\n")
