@@ -22,7 +22,7 @@ blocks that hold a RAT):
      earlier <config>.json at the same clock.
 
 Usage: flow.py [--config NAME]... [--block NAME]... [--storage flops|sram]... [--clock-ghz F] [--out DIR]
-Environment: MOEHUB_PDK_DIR (default <repo>/../shared/pdk/asap7), YOSYS, STA.
+Environment: MOEHUB_PDK_DIR (default <repo>/synth/pdk/asap7, the copy kept in the repository), YOSYS, STA.
 Exit status: 0 done, 1 a tool failed, 2 bad arguments or configuration.
 """
 
@@ -409,8 +409,8 @@ def main():
             fail("%s: no configuration '%s' (have %s)" % (a.configs, n, ", ".join(configs)))
     for tool in (os.environ.get("YOSYS", "yosys"), os.environ.get("STA", "sta")):
         if not shutil.which(tool):
-            fail("%s not found (scripts/install-hw-deps.sh installs yosys and opensta)" % tool)
-    pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7"))
+            fail("%s not found (scripts/install-deps.sh installs yosys and opensta)" % tool)
+    pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "synth", "pdk", "asap7"))
     out = os.path.abspath(a.out)
     lib = merged_library(pdk, out)
     with open(lib) as f:

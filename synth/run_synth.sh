@@ -6,7 +6,7 @@
 #   synth/run_synth.sh                       all configurations
 #   synth/run_synth.sh --config tiny         one configuration
 #   synth/run_synth.sh --clock-ghz 2.0 --out /tmp/synth
-# The PDK is ../shared/pdk/asap7 relative to the repository, or $MOEHUB_PDK_DIR.
+# The PDK is synth/pdk/asap7 (kept in the repository with its licence), or $MOEHUB_PDK_DIR.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 exec python3 "$here/flow.py" "$@"

@@ -121,7 +121,7 @@ def main():
     c = cfg[a.config]
     period_ps = 1000.0 / c["clock_ghz"]
     out = os.path.abspath(os.path.join(a.out, a.config))
-    pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7"))
+    pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "synth", "pdk", "asap7"))
     lib = flow.merged_library(pdk, os.path.abspath(a.out))
     with open(lib) as f:
         areas = liberty.cell_areas(f.read())

@@ -48,7 +48,7 @@ def fit(points):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pdk", default=os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7")))
+    ap.add_argument("--pdk", default=os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "synth", "pdk", "asap7")))
     ap.add_argument("--synth", help="a flow result JSON (e.g. build/synth/default.json)")
     a = ap.parse_args()
     folder = os.path.join(a.pdk, "sram")

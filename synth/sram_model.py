@@ -60,7 +60,7 @@ REPO = os.path.dirname(HERE)
 _LIB_INVBUF = "asap7sc7p5t_INVBUF_RVT_TT_nldm_220122.lib.gz"
 _LIB_SIMPLE = "asap7sc7p5t_SIMPLE_RVT_TT_nldm_211120.lib.gz"
 _LIB_SEQ = "asap7sc7p5t_SEQ_RVT_TT_nldm_220123.lib.gz"
-_SRC_AREA = "cell area in the ASAP7 RVT TT liberty (../shared/pdk/asap7/lib/%s)"
+_SRC_AREA = "cell area in the ASAP7 RVT TT liberty (synth/pdk/asap7/lib/%s)"
 
 # Bit cells: area and dimensions (width along the wordline, height along the bitline).
 BITCELLS = {
@@ -417,7 +417,7 @@ def main():
     ap.add_argument("--derive", action="store_true", help="FO4, clock-to-Q and setup from the liberty files")
     ap.add_argument("--coeffs", action="store_true", help="print the coefficients and their sources (Markdown)")
     ap.add_argument("--csv", help="with --compare: also write the comparison as CSV")
-    ap.add_argument("--pdk", default=os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7")))
+    ap.add_argument("--pdk", default=os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "synth", "pdk", "asap7")))
     a = ap.parse_args()
     if a.coeffs:
         print("| coefficient | value | unit | source |\n| --- | ---: | --- | --- |")

@@ -98,7 +98,7 @@ def main():
             flow.fail("--reuse %s: %s" % (a.reuse, e))
     lib = areas = None
     if (a.synth_max_entries > 0 and any(e <= a.synth_max_entries for e, _, _ in todo)) or (a.retime and earlier):
-        pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "..", "shared", "pdk", "asap7"))
+        pdk = os.environ.get("MOEHUB_PDK_DIR", os.path.join(REPO, "synth", "pdk", "asap7"))
         lib = flow.merged_library(pdk, out)
         with open(lib) as f:
             areas = liberty.cell_areas(f.read())

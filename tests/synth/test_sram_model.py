@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "synth"))
 import flow  # noqa: E402
 import sram_model as sm  # noqa: E402
 
-PDK = os.environ.get("MOEHUB_PDK_DIR", os.path.join(HERE, "..", "..", "..", "shared", "pdk", "asap7"))
+PDK = os.environ.get("MOEHUB_PDK_DIR", os.path.join(HERE, "..", "..", "synth", "pdk", "asap7"))
 
 
 class Organisation(unittest.TestCase):
