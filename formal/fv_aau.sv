@@ -1,20 +1,29 @@
 // Formal harness of moehub_aau (formal/run_formal.sh aau): a row's packets
-// always map to one LocalRowID.
+// always map to one LocalRowID, no two rows of a registration share one, and
+// every channel follows valid/ready.
 //
 // The unit's inputs are free (requests, configuration, back-pressure on
-// every channel) except for the device memory's answers about one watched
-// row (f_malloc, f_row; any constant): the harness keeps that row's spill
-// area entry (written by the unit's spill of it, cleared when software
-// reconfigures the region) and the memory answers a restore of the watched
-// row from it. Answers about other rows are free, which over-approximates
-// any memory. A configuration request is held until taken (valid/ready).
-// A region's capacity is within 0 .. 2**LocalRowIdWidth (the
-// APT's properties, which hold inside, need it). A RowOffset stays within
-// its row (the row size is at least 2**OffsetWidth bytes). Property: once a response for the watched row
-// carried LocalRowID L (rsp_ok_o), every later response for it carries L,
-// until the region is configured again. Responses come in request order
-// (one response register), so the harness tracks whether the request in
-// flight is the watched row.
+// every channel) except for the device memory's answers about two watched
+// rows of one region (f_malloc with f_row_a and f_row_b, distinct; any
+// constants): the harness keeps each one's spill area entry (written by the
+// unit's spill of it, cleared when software reconfigures the region) and
+// the memory answers a restore of a watched row from it. Answers about other
+// rows are free, which over-approximates any memory. The requesters follow
+// valid/ready: a configuration, a request and a restore answer are held,
+// unchanged, until taken (assumptions; the unit's own assertions on those
+// inputs check the same). A region's capacity is within
+// 0 .. 2**LocalRowIdWidth (the APT's properties, which hold inside, need it).
+// A RowOffset stays within its row (the row size is at least 2**OffsetWidth
+// bytes). Properties, until the region is configured again (registered or
+// flushed): once a response for a watched row carried LocalRowID L
+// (rsp_ok_o), every later response for it carries L (consistency); the two
+// watched rows never carry the same LocalRowID (injectivity: with free
+// constants, any two distinct rows of a region). Besides: every channel the
+// unit drives holds valid until ready with a stable payload (also asserted
+// inside the unit; here so that a copy of the unit without its assertions is
+// checked too). Responses come in request order (one response register), so
+// the harness tracks which watched row the request in flight is.
+`include "moehub_assert.svh"
 module fv_aau #(
   parameter int unsigned Regions         = 2,
   parameter int unsigned RatEntries      = 1,
@@ -47,7 +56,7 @@ module fv_aau #(
   localparam int unsigned MallocIdWidth = (Regions > 1) ? $clog2(Regions) : 1;
 
   (* anyconst *) logic [MallocIdWidth-1:0] f_malloc;
-  (* anyconst *) logic [RowIdWidth-1:0]    f_row;
+  (* anyconst *) logic [RowIdWidth-1:0]    f_row_a, f_row_b;
 
   logic cfg_ready, req_ready, rsp_valid, rsp_ok, rsp_hit, rsp_restored;
   logic [LocalRowIdWidth-1:0] rsp_local, spill_local;
@@ -81,73 +90,102 @@ module fv_aau #(
   logic init_q = 1'b1;
   always_ff @(posedge clk_i) init_q <= 1'b0;
 
-  logic                       w_spilled_q;   // the watched row is in the spill area
-  logic [LocalRowIdWidth-1:0] w_spill_q;     // with this LocalRowID
-  logic                       w_known_q;     // a response gave the watched row a LocalRowID
-  logic [LocalRowIdWidth-1:0] w_local_q;     // that LocalRowID
-  logic                       w_inflight_q;  // the request awaiting its response is the watched row
-  logic                       spill_w, cfg_w, req_w, rsp_fire, asked_w;
+  // per watched row k (0: f_row_a, 1: f_row_b)
+  logic [1:0]                   w_spilled_q;   // in the spill area
+  logic [2*LocalRowIdWidth-1:0] w_spill_q;     // with this LocalRowID
+  logic [1:0]                   w_known_q;     // a response gave it a LocalRowID
+  logic [2*LocalRowIdWidth-1:0] w_local_q;     // that LocalRowID
+  logic [1:0]                   w_inflight_q;  // the request awaiting its response is this row
+  logic [1:0]                   spill_w, req_w, asked_w;
+  logic                         cfg_w, rsp_fire;
+  logic [RowIdWidth-1:0]        f_row [2];
+  assign f_row[0] = f_row_a;
+  assign f_row[1] = f_row_b;
 
-  assign spill_w  = spill_valid && spill_ready_i && spill_malloc == f_malloc && spill_row == f_row;
-  assign cfg_w    = cfg_valid_i && cfg_ready && cfg_region_i == f_malloc;
-  assign req_w    = req_valid_i && req_ready && req_malloc_i == f_malloc && req_row_i == f_row;
-  assign rsp_fire = rsp_valid && rsp_ready_i;
-  assign asked_w  = restore_req_malloc == f_malloc && restore_req_row == f_row;
-  // the memory answers the watched row from its spill area; other rows freely
-  assign mem_found = asked_w ? w_spilled_q : restore_rsp_found_i;
-  assign mem_local = asked_w ? w_spill_q : restore_rsp_local_i;
-
-  // valid/ready: a configuration request is held, unchanged, until it is taken
-  logic                       cfg_hold_q, cfg_flush_q;
-  logic [MallocIdWidth-1:0]   cfg_region_q;
-  logic [LocalRowIdWidth:0]   cfg_rows_q;
-  logic [AddrWidth-1:0]       cfg_base_q;
-  logic [5:0]                 cfg_log2_q;
-  always_ff @(posedge clk_i) begin
-    cfg_hold_q   <= rst_ni && cfg_valid_i && !cfg_ready;
-    cfg_flush_q  <= cfg_flush_i;
-    cfg_region_q <= cfg_region_i;
-    cfg_rows_q   <= cfg_rows_i;
-    cfg_base_q   <= cfg_base_i;
-    cfg_log2_q   <= cfg_row_size_log2_i;
+  for (genvar k = 0; k < 2; k++) begin : gen_w
+    assign spill_w[k] = spill_valid && spill_ready_i && spill_malloc == f_malloc && spill_row == f_row[k];
+    assign req_w[k]   = req_valid_i && req_ready && req_malloc_i == f_malloc && req_row_i == f_row[k];
+    assign asked_w[k] = restore_req_malloc == f_malloc && restore_req_row == f_row[k];
   end
+  assign cfg_w    = cfg_valid_i && cfg_ready && cfg_region_i == f_malloc;
+  assign rsp_fire = rsp_valid && rsp_ready_i;
+  // the memory answers a watched row from its spill area; other rows freely
+  always_comb begin
+    mem_found = restore_rsp_found_i;
+    mem_local = restore_rsp_local_i;
+    for (int k = 0; k < 2; k++) begin
+      if (asked_w[k]) begin
+        mem_found = w_spilled_q[k];
+        mem_local = w_spill_q[k*LocalRowIdWidth +: LocalRowIdWidth];
+      end
+    end
+  end
+
+  // the requesters follow valid/ready
+  `MOEHUB_ASSUME_HANDSHAKE(FvCfgHeld, cfg_valid_i, cfg_ready,
+                           {cfg_flush_i, cfg_region_i, cfg_rows_i, cfg_base_i, cfg_row_size_log2_i})
+  `MOEHUB_ASSUME_HANDSHAKE(FvReqHeld, req_valid_i, req_ready, {req_malloc_i, req_row_i, req_offset_i})
+  `MOEHUB_ASSUME_HANDSHAKE(FvRestoreRspHeld, restore_rsp_valid_i, restore_rsp_ready, {mem_found, mem_local})
 
   always_comb begin
     assume (rst_ni == !init_q);
-    if (!init_q && cfg_hold_q) begin
-      assume (cfg_valid_i && cfg_flush_i == cfg_flush_q && cfg_region_i == cfg_region_q &&
-              cfg_rows_i == cfg_rows_q && cfg_base_i == cfg_base_q && cfg_row_size_log2_i == cfg_log2_q);
-    end
+    assume (f_row_a != f_row_b);
     assume (cfg_row_size_log2_i >= 6'(OffsetWidth));
     assume (cfg_rows_i <= (LocalRowIdWidth+1)'(1 << LocalRowIdWidth));  // the documented range
   end
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      w_spilled_q  <= 1'b0;
+      w_spilled_q  <= '0;
       w_spill_q    <= '0;
-      w_known_q    <= 1'b0;
+      w_known_q    <= '0;
       w_local_q    <= '0;
-      w_inflight_q <= 1'b0;
+      w_inflight_q <= '0;
     end else begin
-      if (spill_w) begin
-        w_spilled_q <= 1'b1;
-        w_spill_q   <= spill_local;
-      end
-      if (rsp_fire && w_inflight_q && rsp_ok && !w_known_q) begin
-        w_known_q <= 1'b1;
-        w_local_q <= rsp_local;
-      end
-      if (req_valid_i && req_ready) w_inflight_q <= req_w;
-      if (cfg_w) begin  // software clears the region's spill area with it
-        w_spilled_q <= 1'b0;
-        w_known_q   <= 1'b0;
+      for (int k = 0; k < 2; k++) begin
+        if (spill_w[k]) begin
+          w_spilled_q[k]                                   <= 1'b1;
+          w_spill_q[k*LocalRowIdWidth +: LocalRowIdWidth] <= spill_local;
+        end
+        if (rsp_fire && w_inflight_q[k] && rsp_ok && !w_known_q[k]) begin
+          w_known_q[k]                                     <= 1'b1;
+          w_local_q[k*LocalRowIdWidth +: LocalRowIdWidth] <= rsp_local;
+        end
+        if (req_valid_i && req_ready) w_inflight_q[k] <= req_w[k];
+        if (cfg_w) begin  // software clears the region's spill area with it
+          w_spilled_q[k] <= 1'b0;
+          w_known_q[k]   <= 1'b0;
+        end
       end
     end
   end
 
-  // ---- property --------------------------------------------------------------
+  // ---- properties --------------------------------------------------------------
   always_comb begin
-    if (rst_ni && rsp_fire && w_inflight_q && rsp_ok && w_known_q) assert (rsp_local == w_local_q);
+    if (rst_ni) begin
+      // consistency: a row keeps its LocalRowID
+      if (rsp_fire && w_inflight_q[0] && rsp_ok && w_known_q[0]) begin
+        FvRowAKeepsLocal: assert (rsp_local == w_local_q[0 +: LocalRowIdWidth]);
+      end
+      if (rsp_fire && w_inflight_q[1] && rsp_ok && w_known_q[1]) begin
+        FvRowBKeepsLocal: assert (rsp_local == w_local_q[LocalRowIdWidth +: LocalRowIdWidth]);
+      end
+      // injectivity: two rows of a registration never share a LocalRowID
+      // (checked when the second one's LocalRowID shows, and from then on)
+      if (rsp_fire && w_inflight_q[0] && rsp_ok && w_known_q[1]) begin
+        FvRowANotB: assert (rsp_local != w_local_q[LocalRowIdWidth +: LocalRowIdWidth]);
+      end
+      if (rsp_fire && w_inflight_q[1] && rsp_ok && w_known_q[0]) begin
+        FvRowBNotA: assert (rsp_local != w_local_q[0 +: LocalRowIdWidth]);
+      end
+      if (w_known_q == 2'b11) begin
+        FvRowsDistinct: assert (w_local_q[0 +: LocalRowIdWidth] != w_local_q[LocalRowIdWidth +: LocalRowIdWidth]);
+      end
+    end
   end
+  // the channels the unit drives
+  `MOEHUB_ASSERT_HANDSHAKE(FvRspHeld, rsp_valid, rsp_ready_i, {rsp_ok, rsp_hit, rsp_restored, rsp_local, rsp_addr})
+  `MOEHUB_ASSERT_HANDSHAKE(FvSpillHeld, spill_valid, spill_ready_i, {spill_malloc, spill_row, spill_local})
+  `MOEHUB_ASSERT_HANDSHAKE(FvRestoreReqHeld, restore_req_valid, restore_req_ready_i,
+                           {restore_req_malloc, restore_req_row})
 endmodule

@@ -1,8 +1,10 @@
 // Formal harness of moehub_rpm_sched (formal/run_formal.sh rpm).
 //
-// Safety (k-induction): the grant is one-hot, agrees with gnt_valid_o and
-// the indices, and lands on an eligible entry of an uncongested destination
-// (the module's MOEHUB_ASSERT_ON assertions plus the ones below).
+// Safety (k-induction; FV_SAFETY_ONLY): the grant is one-hot, agrees with
+// gnt_valid_o and the indices, lands on a valid entry, a new offer on an
+// eligible entry of an uncongested destination, and an offer not taken is
+// held, the same grant, until gnt_ready_i (the module's MOEHUB_ASSERT_ON
+// assertions plus the ones below); the pool's ready is free here.
 // Liveness within the timer bound (bounded model check; the harness leaves
 // it out when FV_SAFETY_ONLY is defined): one watched entry (f_entry, any
 // constant) whose destination is never congested is granted at most
@@ -10,10 +12,14 @@
 // cycles it has expired and only older (or as old, lower-index) expired
 // entries of its partition, at most Depth - 1, go before it, and round
 // robin serves its partition at least once in every Dests grants.
-// Environment: the pool takes every grant (gnt_ready_i = 1); an entry stays
-// valid with its priority and RowID until it is granted (its mask may only
-// fill up); the timeout is constant and timeout + Dests*Depth stays below
-// the age counter's saturation 2**TimerWidth - 1 (beyond it, ages tie).
+// Environment: for the liveness check the pool takes every grant
+// (gnt_ready_i = 1); an entry stays valid with its priority and RowID until
+// its grant is taken (its mask may only fill up, and not at all while it is
+// offered: no store merges into an offered entry); the timeout is constant
+// and timeout + Dests*Depth stays below the age counter's saturation
+// 2**TimerWidth - 1 (beyond it, ages tie).
+`include "moehub_assert.svh"
+
 module fv_rpm #(
   parameter int unsigned Dests      = 2,
   parameter int unsigned Depth      = 2,
@@ -27,7 +33,8 @@ module fv_rpm #(
   input logic [Dests*Depth-1:0]            entry_prio_i,
   input logic [Dests*Depth*RowIdWidth-1:0] entry_row_i,
   input logic [Dests-1:0]                  congested_i,
-  input logic                              drain_i
+  input logic                              drain_i,
+  input logic                              gnt_ready_i
 );
   localparam int unsigned Total    = Dests * Depth;
   localparam int unsigned DestIdxW = (Dests > 1) ? $clog2(Dests) : 1;
@@ -49,18 +56,20 @@ module fv_rpm #(
     .Dests(Dests), .Depth(Depth), .RowIdWidth(RowIdWidth), .TimerWidth(TimerWidth)
   ) u_dut (
     .clk_i, .rst_ni, .entry_valid_i, .entry_full_i, .entry_prio_i, .entry_row_i, .congested_i,
-    .timeout_i(f_timeout), .drain_i, .gnt_valid_o(gnt_valid), .gnt_ready_i(1'b1), .gnt_o(gnt),
+    .timeout_i(f_timeout), .drain_i, .gnt_valid_o(gnt_valid), .gnt_ready_i, .gnt_o(gnt),
     .gnt_dest_o(gnt_dest), .gnt_entry_o(gnt_entry)
   );
 
   // ---- environment -----------------------------------------------------------
   logic init_q = 1'b1;
   always_ff @(posedge clk_i) init_q <= 1'b0;
-  logic [Total-1:0]            held_q;  // valid and not granted last cycle
+  logic [Total-1:0]            held_q;     // valid and not taken last cycle
+  logic [Total-1:0]            offered_q;  // offered and not taken last cycle
   logic [Total-1:0]            full_q, prio_q;
   logic [Total*RowIdWidth-1:0] row_q;
   always_ff @(posedge clk_i) begin
-    held_q <= rst_ni ? (entry_valid_i & ~gnt) : '0;
+    held_q    <= rst_ni ? (entry_valid_i & ~(gnt & {Total{gnt_ready_i}})) : '0;
+    offered_q <= rst_ni ? (gnt & {Total{!gnt_ready_i}}) : '0;
     full_q <= entry_full_i;
     prio_q <= entry_prio_i;
     row_q  <= entry_row_i;
@@ -69,11 +78,15 @@ module fv_rpm #(
     assume (rst_ni == !init_q);
     assume ((TimerWidth+1)'(f_timeout) + (TimerWidth+1)'(Dests * Depth) < (TimerWidth+1)'((1 << TimerWidth) - 1));
     assume (!congested_i[f_dest]);
+`ifndef FV_SAFETY_ONLY
+    assume (gnt_ready_i);
+`endif
     for (int unsigned i = 0; i < Total; i++) begin
       if (!init_q && held_q[i]) begin
         assume (entry_valid_i[i] && entry_prio_i[i] == prio_q[i] && (entry_full_i[i] || !full_q[i]) &&
                 entry_row_i[i*RowIdWidth +: RowIdWidth] == row_q[i*RowIdWidth +: RowIdWidth]);
       end
+      if (!init_q && offered_q[i]) assume (entry_full_i[i] == full_q[i]);
     end
   end
 
@@ -86,6 +99,8 @@ module fv_rpm #(
       assert ((gnt & ~entry_valid_i) == '0);
     end
   end
+  // an offer not taken stays, the same grant (also inside the module)
+  `MOEHUB_ASSERT_HANDSHAKE(FvGntHeld, gnt_valid, gnt_ready_i, {gnt, gnt_dest, gnt_entry})
 
 `ifndef FV_SAFETY_ONLY
   logic [TimerWidth:0] wait_q;  // cycles the watched entry has waited before this one

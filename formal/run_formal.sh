@@ -56,7 +56,7 @@ for f in $srcs; do
 done
 [ -z "$patch_file" ] || [[ " $srcs " == *" $patch_file "* ]] || { echo "$0: $patch_file is not a source of $harness" >&2; exit 2; }
 
-if ! yosys -q -l "$work/yosys.log" -p "read_verilog -sv -formal $defs $files $here/fv_${harness%_safety}.sv;
+if ! yosys -q -l "$work/yosys.log" -p "read_verilog -sv -formal -I $rtl $defs $files $here/fv_${harness%_safety}.sv;
       prep -top $top; memory_map; opt -fast; async2sync; dffunmap; write_smt2 -wires $work/model.smt2" > /dev/null; then
   cat "$work/yosys.log" >&2
   exit 2

@@ -18,20 +18,26 @@
 // hit_local_o combinationally. With req_fill_i set, a miss also inserts
 // (MallocID, RowID) -> req_fill_local_i into its set: into the first invalid
 // way, else over the way at the set's FIFO pointer (the oldest insert). An
-// evicted entry that was allocated here (dirty) leaves on the spill channel
-// in the same cycle and the request is accepted only together with it
-// (req_ready_o follows spill_ready_i); an entry that was itself restored
-// from the spill area (clean) is dropped. Restoring a spilled mapping is a
+// evicted entry that was allocated here (dirty) goes into the one-entry spill
+// register, which drives the spill channel from the next cycle on and holds
+// it until spill_ready_i; a fill that evicts a dirty entry is taken only
+// while that register is empty or being taken (req_ready_o, which does not
+// depend on req_valid_i); an entry that was itself restored from the spill
+// area (clean) is dropped. Restoring a spilled mapping is a
 // fill with the LocalRowID read back from memory and req_fill_dirty_i low. A flush of one MallocID scans the sets, one per cycle in all
 // banks at once, and clears the matching valid bits; requests wait meanwhile.
 //
 // Timing: lookup and fill are single-cycle (combinational read of the set
-// word, write at the next edge); a flush takes Sets cycles.
+// word, write at the next edge); an evicted dirty entry is on the spill
+// channel from the cycle after its fill; a flush takes Sets cycles.
 // Not implemented: a synchronous-read SRAM (it needs a pipeline stage
 // between the set read and the tag compare), dual ports (the paper's RAT is
 // a 16-bank dual-ported SRAM; here one request per cycle over all banks),
 // strict global FIFO order (FIFO is per set, and a hole left by a flush is
 // refilled before the oldest entry is evicted).
+`ifdef MOEHUB_ASSERT_ON
+`include "moehub_assert.svh"
+`endif
 module moehub_rat #(
   /// Total number of entries; a multiple of Banks * Ways.
   parameter int unsigned Entries = 64,
@@ -52,7 +58,7 @@ module moehub_rat #(
   input  logic                       rst_ni,
   /// Lookup request.
   input  logic                       req_valid_i,
-  /// The request is taken this cycle (with its fill and spill, if any).
+  /// The request is taken this cycle (with its fill and spill, if any); independent of req_valid_i.
   output logic                       req_ready_o,
   /// MallocID of the row looked up.
   input  logic [MallocIdWidth-1:0]   req_malloc_i,
@@ -68,7 +74,7 @@ module moehub_rat #(
   output logic                       hit_o,
   /// Its LocalRowID (valid with hit_o).
   output logic [LocalRowIdWidth-1:0] hit_local_o,
-  /// An evicted entry to be written to the spill area in device memory.
+  /// An evicted entry to be written to the spill area in device memory (registered, held until taken).
   output logic                       spill_valid_o,
   /// The spill area takes the evicted entry.
   input  logic                       spill_ready_i,
@@ -109,6 +115,8 @@ module moehub_rat #(
   logic [Lines*WayIdxW-1:0] fifo_d, fifo_q;      // oldest way per (bank, set)
   logic                     flushing_d, flushing_q;
   logic [SetIdxW-1:0]       scan_d, scan_q;      // set being flushed
+  logic                     spill_d, spill_q;    // the spill register holds an evicted dirty entry
+  logic [EntryW-1:0]        spill_ent_d, spill_ent_q;
 
   // ---- request path: index decode (both storage shapes) -------------------
   logic [BankIdxW-1:0]        req_bank;
@@ -116,7 +124,13 @@ module moehub_rat #(
   logic [$clog2(Lines+1)-1:0] line;
   logic [WayIdxW-1:0]         victim;
   logic [Ways-1:0]            hit_ways;
-  logic                       have_free, victim_valid, evict, fire;
+  logic                       have_free, victim_valid, victim_dirty, evict, fire;
+  logic [EntryW-1:0]          victim_ent;    // the victim way's entry
+  logic                       spill_free;    // the spill register can take an entry this cycle
+  assign spill_free = !spill_q || spill_ready_i;
+  // (its own statement: req_ready_o does not depend on req_valid_i, and a
+  // requester may form its valid from it)
+  assign fire = req_valid_i && req_ready_o;
 
   // (its own block: the set read depends on it)
   always_comb begin
@@ -184,16 +198,11 @@ module moehub_rat #(
         end
       end
       victim_valid = !have_free;
-      evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
-                     dirty_q[line*Ways + 32'(victim)];
+      victim_dirty = victim_valid && dirty_q[line*Ways + 32'(victim)];
+      evict        = !flushing_q && req_fill_i && !hit_o && victim_dirty;
+      victim_ent   = word[victim*EntryW +: EntryW];
 
-      spill_valid_o  = evict;
-      spill_malloc_o = word[victim*EntryW + LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
-      spill_row_o    = word[victim*EntryW + LocalRowIdWidth +: RowIdWidth];
-      spill_local_o  = word[victim*EntryW +: LocalRowIdWidth];
-
-      req_ready_o = !flushing_q && (!evict || spill_ready_i);
-      fire        = req_valid_i && req_ready_o;
+      req_ready_o = !flushing_q && (!evict || spill_free);
     end
 
     // next state
@@ -311,18 +320,13 @@ module moehub_rat #(
 
     always_comb begin
       hit_o        = |hit_ways;
-      evict        = req_valid_i && !flushing_q && req_fill_i && !hit_o && victim_valid &&
-                     dirty_q[line*Ways + 32'(victim)];
+      victim_dirty = victim_valid && dirty_q[line*Ways + 32'(victim)];
+      evict        = !flushing_q && req_fill_i && !hit_o && victim_dirty;
+      victim_ent   = victim_entry;
 
-      spill_valid_o  = evict;
-      spill_malloc_o = victim_entry[LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
-      spill_row_o    = victim_entry[LocalRowIdWidth +: RowIdWidth];
-      spill_local_o  = victim_entry[LocalRowIdWidth-1:0];
-
-      req_ready_o = !flushing_q && (!evict || spill_ready_i);
-      fire        = req_valid_i && req_ready_o;
-      fill_we     = fire && req_fill_i && !hit_o;
+      req_ready_o = !flushing_q && (!evict || spill_free);
     end
+    assign fill_we = fire && req_fill_i && !hit_o;
 
     // next state
     always_comb begin
@@ -351,19 +355,40 @@ module moehub_rat #(
     end
   end
 
+  // ---- spill register ----------------------------------------------------
+  // An evicted dirty entry waits here until the spill area takes it; a fill
+  // that evicts one is taken only while the register is empty or being taken
+  // (req_ready_o), so the channel is held until ready with a stable payload.
+  always_comb begin
+    spill_d     = spill_q && !spill_ready_i;
+    spill_ent_d = spill_ent_q;
+    if (fire && evict) begin
+      spill_d     = 1'b1;
+      spill_ent_d = victim_ent;
+    end
+  end
+  assign spill_valid_o  = spill_q;
+  assign spill_malloc_o = spill_ent_q[LocalRowIdWidth + RowIdWidth +: MallocIdWidth];
+  assign spill_row_o    = spill_ent_q[LocalRowIdWidth +: RowIdWidth];
+  assign spill_local_o  = spill_ent_q[LocalRowIdWidth-1:0];
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      valid_q    <= '0;
-      dirty_q    <= '0;
-      fifo_q     <= '0;
-      flushing_q <= 1'b0;
-      scan_q     <= '0;
+      valid_q     <= '0;
+      dirty_q     <= '0;
+      fifo_q      <= '0;
+      flushing_q  <= 1'b0;
+      scan_q      <= '0;
+      spill_q     <= 1'b0;
+      spill_ent_q <= '0;
     end else begin
-      valid_q    <= valid_d;
-      dirty_q    <= dirty_d;
-      fifo_q     <= fifo_d;
-      flushing_q <= flushing_d;
-      scan_q     <= scan_d;
+      valid_q     <= valid_d;
+      dirty_q     <= dirty_d;
+      fifo_q      <= fifo_d;
+      flushing_q  <= flushing_d;
+      scan_q      <= scan_d;
+      spill_q     <= spill_d;
+      spill_ent_q <= spill_ent_d;
     end
   end
 
@@ -376,11 +401,17 @@ module moehub_rat #(
     assert (RowIdWidth >= BankBits + SetIdxW);
   end
   // A lookup never matches two ways.
-  always_comb begin
-    if (req_valid_i && !flushing_q) begin
-      assert ($onehot0(hit_ways));
-    end
-  end
+  `MOEHUB_ASSERT(RatHitOneWay, !(req_valid_i && !flushing_q) || $onehot0(hit_ways))
+  // Channels: the spill is held until taken with its entry unchanged (this
+  // module); a request and a flush are held until taken, unchanged (the
+  // environment: checked here).
+  `MOEHUB_ASSERT_HANDSHAKE(RatSpillHeld, spill_valid_o, spill_ready_i,
+                           {spill_malloc_o, spill_row_o, spill_local_o})
+  `MOEHUB_ASSERT_HANDSHAKE(RatReqHeld, req_valid_i, req_ready_o,
+                           {req_malloc_i, req_row_i, req_fill_i, req_fill_local_i, req_fill_dirty_i})
+  `MOEHUB_ASSERT_HANDSHAKE(RatFlushHeld, flush_valid_i, flush_ready_o, flush_malloc_i)
+  // A fill that evicts a dirty entry finds the spill register free.
+  `MOEHUB_ASSERT(RatSpillNotOverwritten, !(fire && evict) || spill_free)
 `endif
 
 `ifdef MOEHUB_COVER
@@ -391,13 +422,11 @@ module moehub_rat #(
     prev_fire_q <= fire;
     prev_bank_q <= req_bank;
   end
-  logic victim_dirty;
-  assign victim_dirty = dirty_q[line*Ways + 32'(victim)];
   cov_hit:             cover property (@(posedge clk_i) fire && hit_o);
   cov_miss_free_way:   cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && !victim_valid);
   cov_evict_dirty:     cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && victim_valid && victim_dirty);
   cov_evict_clean:     cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && victim_valid && !victim_dirty);
-  cov_spill_stall:     cover property (@(posedge clk_i) evict && !spill_ready_i);
+  cov_spill_stall:     cover property (@(posedge clk_i) req_valid_i && evict && !spill_free);
   cov_restore_fill:    cover property (@(posedge clk_i) fire && req_fill_i && !hit_o && !req_fill_dirty_i);
   cov_miss_no_fill:    cover property (@(posedge clk_i) fire && !req_fill_i && !hit_o);
   cov_same_bank:       cover property (@(posedge clk_i) fire && prev_fire_q && req_bank == prev_bank_q);

@@ -19,13 +19,21 @@
 //     marked congested_i (their ports cannot take a packet now); the pointer
 //     moves past a destination when its grant is taken.
 // The grant is one-hot over all Dests*Depth entries, with the destination
-// and entry indices beside it; it is a valid/ready offer (gnt_valid_o is
-// combinational from the inputs; the pool removes the entry when it takes it).
+// and entry indices beside it; it is a valid/ready offer: a new offer is
+// combinational from the inputs (the decision above), and an offer that is
+// not taken in its cycle is held, the same entry, until gnt_ready_i (held_q;
+// the decision waits meanwhile, and the destination's congestion no longer
+// withdraws it). The pool removes the entry when it takes the grant, and it
+// keeps an offered entry as it is until then: valid, with its priority,
+// RowID and mask (no store merges into it; assertions below).
 //
 // Timer: an entry's age counts cycles since its slot became valid (or since
 // the last grant of that slot) and saturates at 2**TimerWidth - 1 (older
 // entries then tie on age); it resets when the slot is invalid. Not implemented: merging (the pool's job), the entry payload,
 // several grants per cycle, weighting of destinations.
+`ifdef MOEHUB_ASSERT_ON
+`include "moehub_assert.svh"
+`endif
 module moehub_rpm_sched #(
   /// Number of destination partitions (peer GPUs).
   parameter int unsigned Dests = 8,
@@ -116,6 +124,9 @@ module moehub_rpm_sched #(
 
   // ---- round robin over destinations ---------------------------------------
   logic [DestIdxW-1:0] rr_d, rr_q;
+  logic                held_d, held_q;               // an offer not taken is held
+  logic [DestIdxW-1:0] held_dest_d, held_dest_q;
+  logic [EntryIdxW-1:0] held_entry_d, held_entry_q;
   logic [Dests-1:0]    cand;
   logic                found_hi;
   logic [DestIdxW-1:0] sel, sel_hi, sel_lo;
@@ -136,24 +147,37 @@ module moehub_rpm_sched #(
       end
     end
     sel         = found_hi ? sel_hi : sel_lo;
-    gnt_valid_o = |cand;
-    gnt_dest_o  = sel;
-    gnt_entry_o = part_idx[sel*EntryIdxW +: EntryIdxW];
+    // a held offer stands; otherwise the decision of this cycle
+    gnt_valid_o = held_q || (|cand);
+    gnt_dest_o  = held_q ? held_dest_q : sel;
+    gnt_entry_o = held_q ? held_entry_q : part_idx[sel*EntryIdxW +: EntryIdxW];
     gnt_o       = '0;
-    if (gnt_valid_o) gnt_o[32'(sel)*Depth + 32'(gnt_entry_o)] = 1'b1;
+    if (gnt_valid_o) gnt_o[32'(gnt_dest_o)*Depth + 32'(gnt_entry_o)] = 1'b1;
   end
 
   // ---- next state ----------------------------------------------------------
   always_comb begin
-    rr_d = rr_q;
+    rr_d         = rr_q;
+    held_d       = gnt_valid_o && !gnt_ready_i;
+    held_dest_d  = gnt_dest_o;
+    held_entry_d = gnt_entry_o;
     if (gnt_valid_o && gnt_ready_i) begin
-      rr_d = (sel == DestIdxW'(Dests - 1)) ? '0 : sel + DestIdxW'(1);
+      rr_d = (gnt_dest_o == DestIdxW'(Dests - 1)) ? '0 : gnt_dest_o + DestIdxW'(1);
     end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) rr_q <= '0;
-    else         rr_q <= rr_d;
+    if (!rst_ni) begin
+      rr_q         <= '0;
+      held_q       <= 1'b0;
+      held_dest_q  <= '0;
+      held_entry_q <= '0;
+    end else begin
+      rr_q         <= rr_d;
+      held_q       <= held_d;
+      held_dest_q  <= held_dest_d;
+      held_entry_q <= held_entry_d;
+    end
   end
 
   // an entry's age: 0 while its slot is empty and after its grant is taken,
@@ -168,38 +192,60 @@ module moehub_rpm_sched #(
   end
 
 `ifdef MOEHUB_ASSERT_ON
-  // The grant is one-hot, on an eligible entry of an uncongested destination.
+  // The grant is one-hot, on an eligible entry; a new offer (not a held one)
+  // goes to an uncongested destination.
+  `MOEHUB_ASSERT(RpmGntOneHot, $onehot0(gnt_o) && (gnt_valid_o == (gnt_o != '0)))
+  `MOEHUB_ASSERT(RpmGntEligible, held_q || (gnt_o & ~eligible) == '0)
+  `MOEHUB_ASSERT(RpmGntUncongested, held_q || !gnt_valid_o || !congested_i[gnt_dest_o])
+  // The grant is held until taken, the same entry (this module).
+  `MOEHUB_ASSERT_HANDSHAKE(RpmGntHeld, gnt_valid_o, gnt_ready_i, {gnt_o, gnt_dest_o, gnt_entry_o})
+  // The pool keeps an offered entry as it is until it takes it: valid, with
+  // the same priority, mask and RowID (the environment: checked here).
+  logic                  g_valid, g_full, g_prio;
+  logic [RowIdWidth-1:0] g_row;
   always_comb begin
-    assert ($onehot0(gnt_o));
-    assert ((gnt_o & ~eligible) == '0);
-    if (gnt_valid_o) assert (!congested_i[sel]);
+    g_valid = 1'b0;
+    g_full  = 1'b0;
+    g_prio  = 1'b0;
+    g_row   = '0;
+    for (int unsigned i = 0; i < Total; i++) begin
+      if (gnt_o[i]) begin
+        g_valid = entry_valid_i[i];
+        g_full  = entry_full_i[i];
+        g_prio  = entry_prio_i[i];
+        g_row   = entry_row_i[i*RowIdWidth +: RowIdWidth];
+      end
+    end
   end
+  `MOEHUB_ASSERT(RpmGntEntryValid, !gnt_valid_o || g_valid)
+  `MOEHUB_ASSERT_HANDSHAKE(RpmGntEntryKept, gnt_valid_o, gnt_ready_i, {g_full, g_prio, g_row})
 `endif
 
 `ifdef MOEHUB_COVER
   // Functional coverage (Verilator --coverage-user; Yosys does not read these).
-  logic take, g_full, g_exp, g_pfull;
+  logic take, c_full, c_exp, c_pfull;
   always_comb begin
-    take    = gnt_valid_o && gnt_ready_i;
-    g_full  = 1'b0;
-    g_exp   = 1'b0;
-    g_pfull = 1'b0;
+    take    = gnt_valid_o && gnt_ready_i && !held_q;   // taken in the cycle it was decided
+    c_full  = 1'b0;
+    c_exp   = 1'b0;
+    c_pfull = 1'b0;
     for (int unsigned i = 0; i < Total; i++) begin
       if (gnt_o[i]) begin
-        g_full  = entry_full_i[i];
-        g_exp   = expired[i];
-        g_pfull = part_full[i / Depth];
+        c_full  = entry_full_i[i];
+        c_exp   = expired[i];
+        c_pfull = part_full[i / Depth];
       end
     end
   end
-  cov_grant_full:     cover property (@(posedge clk_i) take && g_full);
-  cov_timer_expiry:   cover property (@(posedge clk_i) take && !g_full && g_exp && !g_pfull && !drain_i);
-  cov_pressure:       cover property (@(posedge clk_i) take && !g_full && !g_exp && g_pfull && !drain_i);
-  cov_drain:          cover property (@(posedge clk_i) take && !g_full && !g_exp && drain_i);
+  cov_grant_full:     cover property (@(posedge clk_i) take && c_full);
+  cov_timer_expiry:   cover property (@(posedge clk_i) take && !c_full && c_exp && !c_pfull && !drain_i);
+  cov_pressure:       cover property (@(posedge clk_i) take && !c_full && !c_exp && c_pfull && !drain_i);
+  cov_drain:          cover property (@(posedge clk_i) take && !c_full && !c_exp && drain_i);
   cov_all_congested:  cover property (@(posedge clk_i) part_ok != '0 && (part_ok & ~congested_i) == '0);
   cov_congested_skip: cover property (@(posedge clk_i) take && (part_ok & congested_i) != '0);
   cov_rr_wrap:        cover property (@(posedge clk_i) take && !found_hi);
   cov_grant_held:     cover property (@(posedge clk_i) gnt_valid_o && !gnt_ready_i);
+  cov_held_taken:     cover property (@(posedge clk_i) held_q && gnt_ready_i);
   cov_held_partial:   cover property (@(posedge clk_i) (entry_valid_i & ~eligible) != '0);
 `endif
 

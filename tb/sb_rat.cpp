@@ -4,13 +4,14 @@
 //
 // One set per bank is the golden organisation (each bank fully associative,
 // FIFO replacement), so from reset on every lookup compares: hit_o with the
-// golden hit, hit_local_o with the LocalRowID the row was given, spill_valid_o
-// with the golden spill (metadata write) and the spilled entry (its
+// golden hit, hit_local_o with the LocalRowID the row was given, a new entry
+// in the spill register (on the spill channel the cycle after the fill) with
+// the golden spill (metadata write) of that fill, and the spilled entry (its
 // LocalRowID, and that the golden RAT no longer holds it). On a miss the
 // bench fills the RTL with the golden answer: a restored mapping (clean, the
 // row's LocalRowID) or the APT's next row (dirty); a miss that the golden
 // model stalls (region full) is a lookup without fill. A held request
-// (spill back-pressure) may only wait for its spill.
+// (spill back-pressure) may only wait for the spill register.
 //
 // After a region flush the organisations part (the RTL refills the holes a
 // flush leaves before evicting the oldest entry; the golden RAT keeps strict
@@ -58,6 +59,7 @@ class RatBoard {
     d_->req_valid_i = 0;
     d_->flush_valid_i = 0;
     d_.reset();
+    prev_spill_valid_ = prev_spill_ready_ = golden_spilled_ = false;
     apt_ = std::make_unique<AllocationPointerTable>(0, kRegions, RegionFullPolicy::kStall);
     for (unsigned r = 0; r < kRegions; ++r) apt_->rowsp_malloc(0, 1, rows[r]);
     rat_ = std::make_unique<RowAllocationTable>(rat_params(), *apt_);
@@ -88,6 +90,7 @@ class RatBoard {
     d_->req_fill_dirty_i = dirty;
     d_->spill_ready_i = spill_ready;
     d_.eval();
+    check_spill_register(c, o);
 
     const bool fire = valid && d_->req_ready_o;
     if (valid) {
@@ -102,30 +105,14 @@ class RatBoard {
         o.expect(d_->spill_valid_o && !spill_ready, c, [&] { return "request refused without a spill to wait for"; });
       }
     }
+    golden_spilled_ = false;
     if (fire) {
       ++o.transactions;
-      const bool spill = d_->spill_valid_o != 0;
-      const Key spilled{d_->spill_malloc_o, d_->spill_row_o};
-      const unsigned spilled_local = d_->spill_local_o;
       const auto r = rat_->lookup(k.first, k.second, c);
+      golden_spilled_ = r.metadata_write_bytes > 0;  // the RTL's spill register shows it next cycle
       if (!diverged_) {
         o.expect(r.hit == (d_->hit_o != 0), c, [&] { return "golden hit differs"; });
-        o.expect((r.metadata_write_bytes > 0) == spill, c, [&] {
-          return std::string("spill_valid_o ") + (spill ? "1" : "0") + ", golden spill " +
-                 std::to_string(r.metadata_write_bytes) + " bytes";
-        });
         o.expect(r.restored == (fill && !dirty && !golden_hit), c, [&] { return "golden restore differs"; });
-        if (spill) {
-          o.expect(!rat_->cached(spilled.first, spilled.second), c, [&] { return "spilled entry still in golden RAT"; });
-        }
-      }
-      if (spill) {
-        const auto it = mirror_.find(spilled);
-        o.expect(it != mirror_.end() && it->second == spilled_local, c, [&] {
-          return "spilled (" + std::to_string(spilled.first) + ", " + std::to_string(spilled.second) + ") -> " +
-                 std::to_string(spilled_local) + " was never mapped so";
-        });
-        ++spills;
       }
       o.expect(r.ok == fill, c, [&] { return "golden stall differs"; });
       if (r.ok) {
@@ -134,7 +121,7 @@ class RatBoard {
         mirror_[k] = r.local_row_id;
       }
     }
-    d_.step();
+    end_cycle();
     o.cycles = d_.cycles();
     return fire;
   }
@@ -144,10 +131,13 @@ class RatBoard {
     d_->req_valid_i = 0;
     d_->flush_valid_i = 1;
     d_->flush_malloc_i = static_cast<CData>(m);
+    d_->spill_ready_i = 1;
     for (int i = 0;; ++i) {
       d_.eval();
+      check_spill_register(d_.cycles(), o);
+      golden_spilled_ = false;
       const bool done = d_->flush_ready_o != 0;
-      d_.step();
+      end_cycle();
       if (done) break;
       if (!o.expect(i < 8, d_.cycles(), [] { return "flush never completes"; })) break;
     }
@@ -160,6 +150,34 @@ class RatBoard {
   }
 
   bool diverged() const { return diverged_; }
+
+  /// The spill channel in this cycle (after eval): an entry that is new in
+  /// the spill register (the channel was empty or taken in the last cycle)
+  /// is the golden spill of the last cycle's fill and a mapping the bench
+  /// saw handed out; an entry not taken stays (the RTL's assertion checks
+  /// it is unchanged).
+  void check_spill_register(std::uint64_t c, Outcome& o) {
+    const bool shown = d_->spill_valid_o != 0;
+    const bool fresh = shown && (!prev_spill_valid_ || prev_spill_ready_);
+    if (!diverged_) {
+      o.expect(fresh == golden_spilled_, c, [&] {
+        return std::string("new spill ") + (fresh ? "1" : "0") + ", golden spill of the last fill " +
+               (golden_spilled_ ? "1" : "0");
+      });
+    }
+    if (!fresh) return;
+    const Key spilled{d_->spill_malloc_o, d_->spill_row_o};
+    const unsigned spilled_local = d_->spill_local_o;
+    if (!diverged_) {
+      o.expect(!rat_->cached(spilled.first, spilled.second), c, [&] { return "spilled entry still in golden RAT"; });
+    }
+    const auto it = mirror_.find(spilled);
+    o.expect(it != mirror_.end() && it->second == spilled_local, c, [&] {
+      return "spilled (" + std::to_string(spilled.first) + ", " + std::to_string(spilled.second) + ") -> " +
+             std::to_string(spilled_local) + " was never mapped so";
+    });
+    ++spills;
+  }
   unsigned spills = 0;
   /// Fault injection (to test the bench): from this cycle on the RTL fills the LocalRowID with its low bit flipped.
   std::uint64_t fault_cycle = ~0ULL;
@@ -170,6 +188,14 @@ class RatBoard {
   std::unique_ptr<RowAllocationTable> rat_;
   std::map<Key, std::int64_t> mirror_;  // every mapping handed out since the region's last flush
   bool diverged_ = false;
+  bool prev_spill_valid_ = false, prev_spill_ready_ = false;  // the spill channel in the last cycle
+  bool golden_spilled_ = false;                                // the last cycle's fill spilled (golden)
+
+  void end_cycle() {
+    prev_spill_valid_ = d_->spill_valid_o != 0;
+    prev_spill_ready_ = d_->spill_ready_i != 0;
+    d_.step();
+  }
 };
 
 /// Offers `k` until taken (spill ready from the 2nd cycle on).

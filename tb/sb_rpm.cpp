@@ -9,10 +9,17 @@
 // same MallocID and RowID), placing a new entry in a random free slot of its
 // destination's partition. Every cycle it presents the slots to the RTL
 // (valid, full mask, priority, RowID; a plain st presents RowID 0 and the
-// row stores use RowIDs from 1, the golden order of "-1 first"); when the
-// grant can be taken it calls the golden pick() with the same congestion and
-// compares: a grant offered iff the golden RPM picks, and the stores the
-// picked packet carries (their tags) equal to those of the granted slot.
+// row stores use RowIDs from 1, the golden order of "-1 first"). In every
+// cycle in which the RTL decides (it holds no offer) the bench calls the
+// golden pick() with the same congestion and compares: a grant offered iff
+// the golden RPM picks, and the stores the picked packet carries (their
+// tags) equal to those of the granted slot. An offer not taken (the pool's
+// ready low) is that decision, made: the golden RPM has picked the packet,
+// and the RTL must hold the same grant, whatever the congestion, until the
+// pool takes it; no golden pick is made meanwhile. The pool keeps the
+// offered entry as it is (no store merges into it; the golden RPM no longer
+// holds it), and a store that finds its partition full apart from the
+// offered entry waits, where the golden RPM would have room.
 // Entries enter both models at the start of the next cycle (age 0 there).
 // At most one store arrives per cycle, so no two entries share an age;
 // entries never grow older than the RTL's 255-cycle age counter (checked).
@@ -58,6 +65,7 @@ struct Slot {
   ByteMask mask;
   std::uint64_t created = 0;
   std::vector<std::uint64_t> tags;
+  bool offered = false;  // the RTL holds a grant of it (the golden RPM picked it)
 };
 
 bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
@@ -92,11 +100,14 @@ class RpmBoard {
         free.push_back(i);
         continue;
       }
+      if (e.offered) continue;  // no store merges into an offered entry
       if (e.op == s.op && e.prio == s.priority && e.line == line &&
           (!is_row_store(s.op) || (e.malloc_id == s.malloc_id && e.row == s.row_id))) {
         merge = &e;
       }
     }
+    const bool held_here = held_ >= 0 && static_cast<unsigned>(held_) / kDepth == p;
+    if (held_here && merge == nullptr && free.empty()) return false;  // waits for the offered entry to leave
     const bool can = g_->can_accept(s, next);
     o.expect(can == (merge != nullptr || !free.empty()), c, [] { return "golden can_accept differs from the pool"; });
     if (!can || (merge == nullptr && free.empty())) return false;  // (the latter only after a mismatch)
@@ -139,7 +150,18 @@ class RpmBoard {
     const unsigned slot = d_->gnt_dest_o * kDepth + d_->gnt_entry_o;
     o.expect(d_->gnt_o == (offer ? 1u << slot : 0u), c, [] { return "gnt_o not one-hot on gnt_dest_o/gnt_entry_o"; });
     bool taken = false;
-    if (ready) {
+    if (held_ >= 0) {
+      // the RTL holds its offer: the same slot, whatever the congestion
+      o.expect(offer && slot == static_cast<unsigned>(held_), c, [&] {
+        return "the grant of slot " + std::to_string(held_) + " was not held (offer " + std::to_string(offer) +
+               ", slot " + std::to_string(slot) + ")";
+      });
+      if (ready) {
+        pool_[static_cast<unsigned>(held_)] = Slot{};
+        held_ = -1;
+        taken = true;
+      }
+    } else {
       std::vector<std::uint8_t> cong(kDests + 1, 0);
       for (unsigned p = 0; p < kDests; ++p) cong[p + 1] = static_cast<std::uint8_t>((congested >> p) & 1u);
       EgressPick pick;
@@ -154,8 +176,13 @@ class RpmBoard {
                  std::to_string(pool_[slot].row) + ") is not the golden pick (dest GPU " +
                  std::to_string(pick.store.dst_gpu) + ", row " + std::to_string(pick.store.row_id) + ")";
         });
-        pool_[slot] = Slot{};
-        taken = true;
+        if (ready) {
+          pool_[slot] = Slot{};
+          taken = true;
+        } else {
+          pool_[slot].offered = true;  // decided: held until the pool takes it
+          held_ = static_cast<int>(slot);
+        }
       }
     }
     d_.step();
@@ -176,6 +203,7 @@ class RpmBoard {
   std::array<Slot, kDests * kDepth> pool_{};
   unsigned timer_ = 0;
   bool drain_ = false;
+  int held_ = -1;  // the slot the RTL holds an offer of, or -1
   std::uint64_t next_tag_ = 1;
   std::mt19937 rng_{7};
 };

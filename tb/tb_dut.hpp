@@ -3,7 +3,9 @@
 // Convention of every testbench: set the inputs of a cycle, call eval() to
 // read combinational outputs, then step() for the rising edge; registered
 // outputs then show the new state. The model is built with assertions on
-// (MOEHUB_ASSERT_ON, --assert): a failed one stops the test.
+// (MOEHUB_ASSERT_ON, --assert): a failed one (rtl/moehub_assert.svh) makes
+// the next eval() or step() throw AssertionFailure naming it, which fails the
+// test (the context does not abort the process on it).
 //
 // Waveforms: a Dut built with a path writes an FST there (the models are
 // Verilated with --trace-fst; tracing costs nothing unless a path is given).
@@ -14,20 +16,47 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <verilated.h>
 #include <verilated_fst_c.h>
 
+#include "tb_assert.hpp"
 #include "tb_coverage.hpp"
 
 namespace moehub::tb {
+
+/// An RTL assertion failed in a Verilated model; what() names every assertion that did.
+class AssertionFailure : public std::runtime_error {
+ public:
+  explicit AssertionFailure(const std::vector<std::string>& names)
+      : std::runtime_error(message(names)), names_(names) {}
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  static std::string message(const std::vector<std::string>& names) {
+    std::string m = "RTL assertion failed:";
+    for (const std::string& n : names) m += " " + n;
+    return m;
+  }
+  std::vector<std::string> names_;
+};
+
+/// Throws AssertionFailure if an RTL assertion failed since the last check.
+inline void check_assertions() {
+  const std::vector<std::string> f = take_assert_failures();
+  if (!f.empty()) throw AssertionFailure(f);
+}
 
 template <class Model>
 class Dut {
  public:
   /// `fst_path` empty: no waveform.
   explicit Dut(const std::string& fst_path = "") : ctx_(std::make_unique<VerilatedContext>()) {
+    ctx_->fatalOnError(false);  // a failed assertion is reported by check_assertions()
+    take_assert_failures();     // (failures of an earlier model are not this one's)
     if (!fst_path.empty()) ctx_->traceEverOn(true);
     m_ = std::make_unique<Model>(ctx_.get());
     if (!fst_path.empty()) {
@@ -49,13 +78,17 @@ class Dut {
   Dut& operator=(const Dut&) = delete;
 
   Model* operator->() { return m_.get(); }
-  void eval() { m_->eval(); }
+  void eval() {
+    m_->eval();
+    check_assertions();
+  }
   /// Asynchronous reset: a falling edge of rst_ni, then released.
   void reset() {
     m_->rst_ni = 0;
     m_->eval();
     m_->rst_ni = 1;
     m_->eval();
+    check_assertions();
   }
   /// One rising clock edge with the inputs as they are.
   void step() {
@@ -68,6 +101,7 @@ class Dut {
     m_->clk_i = 0;
     m_->eval();
     ++cycles_;
+    check_assertions();
   }
   std::uint64_t cycles() const { return cycles_; }
 

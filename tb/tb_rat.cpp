@@ -1,8 +1,9 @@
 // Directed test of moehub_rat (Entries = 8, Banks = 2, Ways = 2, so 2 sets
 // per bank; a row goes to bank row % 2, set (row / 2) % 2): hit and miss,
-// FIFO eviction onto the spill channel with back-pressure, restore by a
-// clean fill (dropped without a spill when evicted), bank independence, and
-// a region flush.
+// FIFO eviction into the spill register and onto the spill channel (held
+// under back-pressure, a second eviction waiting for it), restore by a clean
+// fill (dropped without a spill when evicted), bank independence, and a
+// region flush.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -34,7 +35,6 @@ std::optional<unsigned> lookup(Rat& d, unsigned m, unsigned row) {
   d->req_row_i = static_cast<CData>(row);
   d.eval();
   EXPECT_EQ(d->req_ready_o, 1);
-  EXPECT_EQ(d->spill_valid_o, 0);
   std::optional<unsigned> r;
   if (d->hit_o) r = d->hit_local_o;
   d.step();
@@ -43,7 +43,8 @@ std::optional<unsigned> lookup(Rat& d, unsigned m, unsigned row) {
 }
 
 /// Fills (malloc, row) -> local on a miss (dirty: a new mapping; clean: a
-/// restored one); returns the entry it sent to the spill area.
+/// restored one); returns the entry it sent to the spill area (the spill
+/// register shows it from the next cycle on; the next edge takes it).
 std::optional<Spill> fill(Rat& d, unsigned m, unsigned row, unsigned local, bool dirty = true) {
   idle(d);
   d->req_valid_i = 1;
@@ -55,10 +56,11 @@ std::optional<Spill> fill(Rat& d, unsigned m, unsigned row, unsigned local, bool
   d.eval();
   EXPECT_EQ(d->hit_o, 0) << "fill of a row already present";
   EXPECT_EQ(d->req_ready_o, 1);
-  std::optional<Spill> s;
-  if (d->spill_valid_o) s = Spill{d->spill_malloc_o, d->spill_row_o, d->spill_local_o};
   d.step();
   idle(d);
+  d.eval();
+  std::optional<Spill> s;
+  if (d->spill_valid_o) s = Spill{d->spill_malloc_o, d->spill_row_o, d->spill_local_o};
   return s;
 }
 
@@ -103,26 +105,84 @@ TEST(RtlRat, FullSetEvictsOldestOntoSpill) {
   EXPECT_EQ(lookup(d, 1, 20), 15u);
 }
 
-TEST(RtlRat, EvictionWaitsForTheSpillChannel) {
-  Rat d;
-  fill(d, 0, 0, 1);
-  fill(d, 0, 4, 2);
+/// Offers a fill of (0, row) -> local with the spill channel not ready.
+void offer_fill(Rat& d, unsigned row, unsigned local) {
   idle(d);
   d->req_valid_i = 1;
   d->req_fill_i = 1;
   d->req_malloc_i = 0;
-  d->req_row_i = 8;
-  d->req_fill_local_i = 3;
+  d->req_row_i = static_cast<CData>(row);
+  d->req_fill_local_i = static_cast<CData>(local);
   d->spill_ready_i = 0;
+}
+
+TEST(RtlRat, SpillIsHeldAndASecondEvictionWaits) {
+  Rat d;
+  fill(d, 0, 0, 1);
+  fill(d, 0, 4, 2);
+  // row 8 evicts row 0 (dirty) into the empty spill register: taken at once
+  offer_fill(d, 8, 3);
+  d.eval();
+  EXPECT_EQ(d->req_ready_o, 1);
+  EXPECT_EQ(d->spill_valid_o, 0);
+  d.step();
+  // row 12 would evict row 4 (dirty): it waits while the register is full and
+  // not taken; the spill stays offered, the same entry
+  offer_fill(d, 12, 4);
   for (int i = 0; i < 3; ++i) {
     d.eval();
     EXPECT_EQ(d->spill_valid_o, 1);
+    EXPECT_EQ(d->spill_row_o, 0u);
+    EXPECT_EQ(d->spill_local_o, 1u);
     EXPECT_EQ(d->req_ready_o, 0);
     d.step();
   }
+  // the spill is taken: the waiting fill goes in the same cycle, its
+  // victim into the register behind it
+  d->spill_ready_i = 1;
+  d.eval();
+  EXPECT_EQ(d->req_ready_o, 1);
+  d.step();
   idle(d);
-  EXPECT_EQ(lookup(d, 0, 0), 1u);  // nothing was written while stalled
-  EXPECT_FALSE(lookup(d, 0, 8).has_value());
+  d->spill_ready_i = 0;
+  d.eval();
+  EXPECT_EQ(d->spill_valid_o, 1);
+  EXPECT_EQ(d->spill_row_o, 4u);
+  EXPECT_EQ(d->spill_local_o, 2u);
+  // a fill into a free way (bank 1) needs no spill: taken while the register is full
+  offer_fill(d, 1, 5);
+  d.eval();
+  EXPECT_EQ(d->req_ready_o, 1);
+  d.step();
+  idle(d);
+  EXPECT_EQ(lookup(d, 0, 8), 3u);
+  EXPECT_EQ(lookup(d, 0, 12), 4u);
+  EXPECT_EQ(lookup(d, 0, 1), 5u);
+  EXPECT_FALSE(lookup(d, 0, 0).has_value());
+  EXPECT_FALSE(lookup(d, 0, 4).has_value());
+}
+
+// A requester that withdraws a request the table did not take breaks the
+// channel's rule: the bench fails with the assertion's name.
+TEST(RtlRat, WithdrawnRequestFailsNamedAssertion) {
+  Rat d;
+  fill(d, 0, 0, 1);
+  fill(d, 0, 4, 2);
+  offer_fill(d, 8, 3);
+  d.step();  // row 0 into the spill register, not taken
+  offer_fill(d, 12, 4);
+  d.eval();
+  ASSERT_EQ(d->req_ready_o, 0);
+  d.step();
+  idle(d);
+  d->spill_ready_i = 0;  // withdrawn before it was taken
+  try {
+    d.eval();
+    FAIL() << "the withdrawn request went unnoticed";
+  } catch (const moehub::tb::AssertionFailure& e) {
+    ASSERT_EQ(e.names().size(), 1u) << e.what();
+    EXPECT_NE(e.names()[0].find("RatReqHeld"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RtlRat, BanksAndSetsAreIndependent) {

@@ -2,7 +2,8 @@
 // TimerWidth = 4): priority before .nop, full before partial, smallest RowID;
 // expired entries first and oldest first; partial entries held until their
 // timer, a full partition or a drain; round robin over destinations,
-// congested destinations skipped, a held grant under back-pressure.
+// congested destinations skipped, a held grant under back-pressure that
+// stays the same until taken.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -113,6 +114,53 @@ TEST(RtlRpmSched, GrantHoldsUnderBackPressure) {
   }
   EXPECT_EQ(cycle(d, p, true).dest, 1u);
   EXPECT_EQ(cycle(d, p, true).dest, 3u);
+}
+
+// Once offered, the grant stays the same until taken: a better entry that
+// arrives meanwhile, and congestion of the granted destination, move it
+// neither (the decision waits for the take).
+TEST(RtlRpmSched, OfferedGrantStaysUntilTaken) {
+  Sched d;
+  set_timeout(d, 15);
+  Pool p{};
+  p[1 * kDepth + 2] = {true, true, true, 7};
+  Grant g = cycle(d, p, false);
+  ASSERT_TRUE(g.valid);
+  ASSERT_EQ(g.entry, 2u);
+  p[1 * kDepth + 0] = {true, true, true, 3};  // would win now: a smaller RowID
+  p[2 * kDepth + 1] = {true, true, true, 1};  // another destination
+  for (unsigned congested : {0u, 0x2u, 0xFu}) {
+    g = cycle(d, p, false, congested);
+    EXPECT_TRUE(g.valid) << "the grant was withdrawn (congested " << congested << ")";
+    EXPECT_EQ(g.dest, 1u);
+    EXPECT_EQ(g.entry, 2u);
+  }
+  g = cycle(d, p, true, 0x2);  // taken while its destination is congested
+  EXPECT_TRUE(g.valid && g.dest == 1 && g.entry == 2);
+  p[1 * kDepth + 2] = Entry{};
+  g = cycle(d, p, true);  // the next decision: round robin past destination 1
+  EXPECT_EQ(g.dest, 2u);
+  g = cycle(d, p, true);
+  EXPECT_EQ(g.dest, 1u);
+  EXPECT_EQ(g.entry, 0u);
+}
+
+// A pool that merges into an offered entry breaks the rule that it keeps it
+// as it is: the bench fails with the assertion's name.
+TEST(RtlRpmSched, MergeIntoOfferedEntryFailsNamedAssertion) {
+  Sched d;
+  set_timeout(d, 15);
+  Pool p{};
+  p[0] = {true, false, true, 7};
+  cycle(d, p, false, 0, true);  // offered (drain), not taken
+  p[0].full = true;             // a store merged into it
+  try {
+    cycle(d, p, false, 0, true);
+    FAIL() << "the merge into the offered entry went unnoticed";
+  } catch (const moehub::tb::AssertionFailure& e) {
+    ASSERT_FALSE(e.names().empty());
+    EXPECT_NE(e.names()[0].find("RpmGntEntryKept"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RtlRpmSched, PartialEntryLeavesAfterTimeout) {

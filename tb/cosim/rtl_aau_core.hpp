@@ -5,7 +5,9 @@
 // AauModelT<V> drives the ports of the model class V: a configuration
 // request held until cfg_ready_o, a translation request from its arrival
 // cycle until its response shows, the spill channel always ready (the spill
-// area is a map here), and restore queries answered restore_cycles later.
+// area is a map here; a spill is on the channel, from the unit's spill
+// register, in the cycle after the fill that evicted it, and is taken at the
+// end of that cycle), and restore queries answered restore_cycles later.
 // Cycles in which nothing is pending are skipped (the cycle counter jumps),
 // not simulated. Each geometry's model is instantiated in a generated source
 // (tb/CMakeLists.txt) and listed by aau_models().
@@ -131,11 +133,6 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
       put(m_->restore_rsp_local_i, found != spill_area_.end() ? found->second : 0U);
       m_->eval();
       if (m_->req_valid_i && m_->req_ready_o) fired = true;
-      if (m_->spill_valid_o) {
-        spill_area_[{m_->spill_malloc_o, m_->spill_row_o}] = static_cast<std::uint32_t>(m_->spill_local_o);
-        ++a.spills;
-        ++spills;
-      }
       if (answer && m_->restore_rsp_ready_o) pending = false;
       if (m_->restore_req_valid_o) {
         pending = true;
@@ -144,7 +141,7 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
         ++a.queries;
         ++queries;
       }
-      edge();
+      if (edge()) ++a.spills;  // this write's fill evicted it
       if (fired) m_->req_valid_i = 0;
       // the response is registered (rsp_*_o are flip-flop outputs): the
       // evaluation of the edge shows it, whatever the inputs are now
@@ -171,11 +168,19 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
     return a;
   }
 
-  void edge() {
+  /// One rising edge; returns true if the spill register shows an entry
+  /// after it (then written to the spill area: the channel is always ready,
+  /// so it is taken at the next edge and shown only this once).
+  bool edge() {
     // waveform time: 10 units per hub cycle, so cycle c is at 10 c (skipped cycles leave gaps)
     if (trace_) trace_->dump(cycle * 10);
     m_->clk_i = 1;
     m_->eval();
+    const bool spill = m_->spill_valid_o != 0;
+    if (spill) {
+      spill_area_[{m_->spill_malloc_o, m_->spill_row_o}] = static_cast<std::uint32_t>(m_->spill_local_o);
+      ++spills;
+    }
     if (trace_) trace_->dump(cycle * 10 + 5);
     m_->clk_i = 0;
     // Nothing in the unit is clocked on the falling edge: without a waveform
@@ -184,6 +189,7 @@ class AauModelT final : public AauModel, private VerilatedModel<V> {
     if (trace_) m_->eval();
     ++cycle;
     ++simulated;
+    return spill;
   }
   void skip_to(std::uint64_t c) {
     if (c <= cycle) return;

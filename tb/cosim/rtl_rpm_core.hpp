@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -167,9 +168,13 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
   }
 
   void step(std::uint64_t n) override {
-    if (m_->gnt_ready_i != 0 || m_->congested_i != 0) stale_ = true;
+    // Between picks no port can take a packet: every destination is shown
+    // congested, so the scheduler offers nothing (an offer not taken would
+    // be held, a decision the behavioural RPM does not make between picks).
+    const auto all = static_cast<std::remove_reference_t<decltype(m_->congested_i)>>((1ULL << g_.peers) - 1);
+    if (m_->gnt_ready_i != 0 || m_->congested_i != all) stale_ = true;
     m_->gnt_ready_i = 0;
-    m_->congested_i = 0;
+    m_->congested_i = all;
     if (trace_) {
       for (std::uint64_t k = 0; k < n; ++k) edge();
       return;
@@ -264,8 +269,9 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
       low_pending_ = false;
     } else {
       // The rising edge without evaluating the model twice: the scheduler's
-      // flip-flops are rr_q and age_q (q <= d on every edge, nothing else is
-      // clocked), so the edge copies the next state that the model computed
+      // flip-flops are rr_q and age_q (q <= d on every edge), and the
+      // held-offer register, which stays empty here (held_q = 0; its
+      // destination and entry are read only when it is full), so the edge copies the next state that the model computed
       // from the inputs of this cycle (evaluated once here unless an offer
       // already did) into them. The combinational outputs after the edge
       // are computed by the next evaluation, when the pool has presented the
@@ -274,6 +280,9 @@ class RpmModelT final : public RpmModel, private VerilatedModel<V> {
       // both ways to give the same picks.)
       if (stale_) m_->eval();
       auto& r = sched();
+      // (the held-offer flip-flops stay empty: every offer is taken in its
+      // cycle or none is made)
+      if (r.held_d != 0) throw std::logic_error("RTL RPM: an offer was left untaken at a clock edge");
       r.rr_q = r.rr_d;
       r.age_q = r.age_d;
       stale_ = true;
