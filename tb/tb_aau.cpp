@@ -94,13 +94,30 @@ class BenchT {
     }
   }
 
+  /// A registration raised in cycle `at` of the next run() and held until taken.
+  struct CfgDuring {
+    int at = -1;
+    unsigned region = 0, rows = 0, size_log2 = 0;
+    std::uint32_t base = 0;
+  };
+
   /// Streams `reqs` (one offered per cycle); returns the responses in order.
-  std::vector<Rsp> run(const std::vector<Req>& reqs) {
+  std::vector<Rsp> run(const std::vector<Req>& reqs, const CfgDuring& cfg = CfgDuring{}) {
     std::deque<Req> todo(reqs.begin(), reqs.end());
     std::vector<Rsp> out;
-    for (int i = 0; out.size() < reqs.size(); ++i) {
+    bool cfg_pending = false;
+    for (int i = 0; out.size() < reqs.size() || cfg_pending; ++i) {
       EXPECT_LT(i, 100000) << "requests never complete";
       if (i >= 100000) break;
+      if (i == cfg.at) {
+        cfg_pending = true;
+        d_->cfg_valid_i = 1;
+        d_->cfg_flush_i = 0;
+        d_->cfg_region_i = static_cast<CData>(cfg.region);
+        d_->cfg_rows_i = static_cast<SData>(cfg.rows);
+        d_->cfg_base_i = cfg.base;
+        d_->cfg_row_size_log2_i = static_cast<CData>(cfg.size_log2);
+      }
       d_->req_valid_i = todo.empty() ? 0 : 1;
       if (!todo.empty()) {
         d_->req_malloc_i = static_cast<CData>(todo.front().malloc_id);
@@ -110,6 +127,11 @@ class BenchT {
       const Fired f = tick();
       if (f.req) todo.pop_front();
       if (f.rsp) out.push_back(f.rsp_data);
+      if (f.cfg) {
+        cfg_pending = false;
+        d_->cfg_valid_i = 0;
+        ++configurations;
+      }
     }
     d_->req_valid_i = 0;
     return out;
@@ -126,6 +148,8 @@ class BenchT {
   bool random_backpressure = true;
   /// Forces the spill channel's ready (-1: as random_backpressure says).
   int spill_ready = -1;
+  /// The spill channel is not ready for this many more cycles (then as above).
+  int spill_stall_cycles = 0;
 
  private:
   struct Fired {
@@ -144,7 +168,11 @@ class BenchT {
 
   Fired tick() {
     // the memory's side of the channels, from its state
-    d_->spill_ready_i = (spill_ready >= 0 ? spill_ready != 0 : !random_backpressure || rng_() % 4 != 0) ? 1 : 0;
+    d_->spill_ready_i = (spill_stall_cycles <= 0 && (spill_ready >= 0 ? spill_ready != 0
+                                                                      : !random_backpressure || rng_() % 4 != 0))
+                            ? 1
+                            : 0;
+    if (spill_stall_cycles > 0) --spill_stall_cycles;
     d_->rsp_ready_i = (!random_backpressure || rng_() % 4 != 0) ? 1 : 0;
     d_->restore_req_ready_i = pending_ ? 0 : 1;
     d_->restore_rsp_valid_i = (pending_ && delay_ == 0) ? 1 : 0;
@@ -344,6 +372,30 @@ TEST(RtlAau, SpillIsHeldUntilTaken) {
   EXPECT_EQ(b.translate(0, 0, 0).local, 0u);  // row 0 restored from the spill area once it is there
   EXPECT_EQ(b.spills, 2u);                    // row 0, then row 2 (evicted by the restore)
   EXPECT_EQ(b.held_violations, 0u);
+}
+
+// A configuration that arrives while a spill waits does not withdraw it:
+// the spill stays offered, the same entry, and the configuration completes
+// once the spill has reached memory.
+TEST(RtlAau, SpillStaysWhenAConfigurationArrives) {
+  Bench b(9);
+  b.random_backpressure = false;
+  b.configure(0, false, 64, 0, 7);
+  b.spill_stall_cycles = 8;
+  Bench::CfgDuring cfg;
+  cfg.at = 3;  // row 4 evicts row 0 into the spill register in cycle 2
+  cfg.region = 2;
+  cfg.rows = 16;
+  cfg.base = 0x7000;
+  cfg.size_log2 = 7;
+  const auto r = b.run({{0, 0, 0}, {0, 2, 0}, {0, 4, 0}}, cfg);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2].local, 2u);
+  EXPECT_GT(b.spill_held_cycles, 0u);
+  EXPECT_EQ(b.held_violations, 0u);
+  EXPECT_EQ(b.spills, 1u);
+  EXPECT_EQ(b.translate(2, 9, 1).addr, 0x7000u + 1);  // the configuration took effect
+  EXPECT_EQ(b.translate(0, 0, 0).local, 0u);          // and row 0 comes back from the spill area
 }
 
 // Regions = 3: MallocID 3 names no region; its requests are refused and its
