@@ -52,11 +52,14 @@
 // (completed writes), rdy (Ready signals to the thread-block scheduler:
 // kernel and group, or kernel and the AllReady marker); err (a one-cycle
 // report, no handshake).
-// Timing: a write is taken when the unit is idle; one cycle to decode its
-// mask, one to match the table, then per matching entry one cycle to pick
-// it, log2(MaxGroups) + 1 cycles of a restoring division (the group index),
-// one cycle to update the counter word; each Ready signal waits for the
-// stream (at least one cycle). Add: 1 + RowsPerGroupWidth (span, shift and
+// Timing: a write is taken when the unit is idle (registered as it came);
+// two cycles to decode its mask (first and last byte, the bytes of each
+// quarter; then its first byte's address and its extent), one to match the
+// table (and sum the byte count), then per matching entry one cycle to pick
+// it, 1 + log2(MaxGroups) + 1 cycles of a restoring division (the group
+// index), one cycle to update the counter word; each Ready signal waits for
+// the stream (at least one cycle). A write to one entry of 16 groups: 13
+// cycles from taken to idle again, without signals. Add: 1 + RowsPerGroupWidth (span, shift and
 // add) + groups (clearing the words) cycles; set expected bytes: 1 +
 // log2(MaxGroups) + 1 (division) + groups (scan) + 1 cycles plus its
 // signals; remove: 1 cycle. Not on the write's path in the hub (the hub
@@ -70,11 +73,12 @@
 // size, rows per group or group count, more than MaxGroups groups, a kernel
 // id already in the table, a full table, an unknown kernel id, a total set
 // twice or beyond the groups' capacity.
-// Not implemented: one write per cycle (the division takes
-// log2(MaxGroups) + 1 cycles; at 200 GB/s and 1.5 GHz the link delivers up
-// to one 128-byte write per cycle, so a hub at that rate needs the divider
-// pipelined or a reciprocal per entry), writes across group boundaries,
-// reading the table back over MMIO.
+// Not implemented: one write per cycle (at 200 GB/s and 1.5 GHz the link
+// delivers up to one 128-byte write per cycle; a unit at that rate needs the
+// decode and the division pipelined, or a reciprocal of the span per entry),
+// writes across group boundaries, reading the table back over MMIO, the
+// behavioural model's check that every group with a threshold was released
+// at AllReady (it cannot fail while no counter passes its threshold).
 module moehub_dam #(
   /// Entries of the dependency table (kernels tracked at once).
   parameter int unsigned Kernels = 4,
@@ -193,7 +197,9 @@ module moehub_dam #(
     StSetChk = 4'd8,   // set: capacity check, store
     StScan   = 4'd9,   // set: resolve every group in order
     StFin    = 4'd10,  // set: AllReady?
-    StEmit   = 4'd11   // a Ready signal waits for the stream
+    StEmit   = 4'd11,  // a Ready signal waits for the stream
+    StDecode = 4'd12,  // write: first and last byte of the mask, partial byte counts
+    StSpan   = 4'd13   // write: first byte address, extent
   } state_e;
 
   // ---- state ---------------------------------------------------------------
@@ -216,6 +222,14 @@ module moehub_dam #(
   logic [AddrWidth-1:0]         lo_d, lo_q;            // first byte
   logic [LenWidth:0]            len_d, len_q;          // last byte + 1 - first byte
   logic [LenWidth:0]            cnt_d, cnt_q;          // bytes counted
+  logic                         nz_d, nz_q;            // it writes a byte
+  logic                         any_d, any_q;          // it has a mask
+  logic [4*6-1:0]               part_d, part_q;        // bytes of each 32-byte quarter of the mask
+  logic [AddrWidth-1:0]         raw_addr_d, raw_addr_q;   // the write as taken
+  logic [LenWidth-1:0]          raw_bytes_d, raw_bytes_q;
+  logic [127:0]                 raw_mask_d, raw_mask_q;
+  logic [6:0]                   raw_off_d, raw_off_q;     // its window starts this far below its address
+  logic [6:0]                   first_d, first_q, last_d, last_q;   // first and last set bit of the mask
   logic [Kernels-1:0]           pend_d, pend_q;        // matching entries not yet counted
   // the entry worked on and the group
   logic [SlotW-1:0]             cur_d, cur_q;
@@ -263,24 +277,43 @@ module moehub_dam #(
   assign err_code_o   = ec_q;
   assign err_kernel_o = ek_q;
 
-  // ---- the write's bytes: first byte, extent and count ----------------------
-  logic [AddrWidth-1:0] win;
-  logic [7:0]           m_first, m_last, m_count;
-  logic [6:0]           win_off;
-  always_comb begin
-    m_first = 8'd0;
-    m_last  = 8'd0;
-    m_count = 8'd0;
-    for (int i = 127; i >= 0; i--) begin
-      if (wr_mask_i[i]) m_first = 8'(i);
+  // ---- the write's bytes (of the registered write): first and last byte of
+  // the mask (binary trees, 7 levels), the bytes of each quarter (nibble
+  // counts, then 3 adder levels); functions, so that synthesis keeps no
+  // names of the trees' nodes
+  /// Index of the lowest (last: highest) set bit of m (0 if none).
+  function automatic logic [6:0] mask_index(input logic [127:0] m, input logic last);
+    logic [127:0]     a;
+    logic [128*7-1:0] x;
+    a = m;
+    x = '0;
+    for (int l = 0; l < 7; l++) begin
+      for (int i = 0; i < (64 >> l); i++) begin
+        if (last ? a[2*i+1] : !a[2*i]) x[i*7 +: 7] = x[(2*i+1)*7 +: 7] | 7'(1 << l);
+        else                           x[i*7 +: 7] = x[2*i*7 +: 7];
+        a[i] = a[2*i] | a[2*i+1];
+      end
     end
-    for (int i = 0; i < 128; i++) begin
-      if (wr_mask_i[i]) m_last = 8'(i);
-      m_count = m_count + 8'(wr_mask_i[i]);
+    mask_index = x[6:0];
+  endfunction
+  /// Set bits of each 32-bit quarter of m, 6 bits each.
+  function automatic logic [4*6-1:0] mask_quarters(input logic [127:0] m);
+    logic [32*6-1:0] c;
+    for (int i = 0; i < 32; i++) begin
+      c[i*6 +: 6] = 6'(m[4*i]) + 6'(m[4*i+1]) + 6'(m[4*i+2]) + 6'(m[4*i+3]);
     end
-    win_off = wr_row_store_i ? wr_row_offset_i : wr_addr_i[6:0];
-    win     = wr_addr_i - AddrWidth'(win_off);
-  end
+    for (int l = 0; l < 3; l++) begin
+      for (int i = 0; i < (16 >> l); i++) begin
+        c[i*6 +: 6] = c[2*i*6 +: 6] + c[(2*i+1)*6 +: 6];
+      end
+    end
+    mask_quarters = c[4*6-1:0];
+  endfunction
+
+  logic [6:0] m_first, m_last;
+  assign m_first = mask_index(raw_mask_q, 1'b0);
+  assign m_last  = mask_index(raw_mask_q, 1'b1);
+  assign part_d  = mask_quarters(raw_mask_q);
 
   // ---- fields of the current entry ------------------------------------------
   logic [KernelIdWidth-1:0] c_id;
@@ -340,7 +373,7 @@ module moehub_dam #(
     any_free  = 1'b0;
     for (int k = Kernels - 1; k >= 0; k--) begin
       id_hit[k] = valid_q[k] && id_q[k*KernelIdWidth +: KernelIdWidth] == cfg_kernel_i;
-      match[k]  = valid_q[k] && cnt_q != '0 && EndW'(lo_q) < end_q[k*EndW +: EndW] &&
+      match[k]  = valid_q[k] && nz_q && EndW'(lo_q) < end_q[k*EndW +: EndW] &&
                   wr_hi > EndW'(base_q[k*AddrWidth +: AddrWidth]);
       if (id_hit[k]) hit_slot = SlotW'(k);
       if (!valid_q[k]) begin
@@ -363,7 +396,9 @@ module moehub_dam #(
     valid_d = valid_q;  id_d = id_q;  base_d = base_q;  rowb_d = rowb_q;  span_d = span_q;
     groups_d = groups_q;  end_d = end_q;  known_d = known_q;  fullg_d = fullg_q;  remb_d = remb_q;
     total_d = total_q;  recv_d = recv_q;  allrdy_d = allrdy_q;
-    lo_d = lo_q;  len_d = len_q;  cnt_d = cnt_q;  pend_d = pend_q;
+    lo_d = lo_q;  len_d = len_q;  cnt_d = cnt_q;  pend_d = pend_q;  nz_d = nz_q;  any_d = any_q;
+    raw_addr_d = raw_addr_q;  raw_bytes_d = raw_bytes_q;  raw_mask_d = raw_mask_q;  raw_off_d = raw_off_q;
+    first_d = first_q;  last_d = last_q;
     cur_d = cur_q;  g_d = g_q;  adding_d = adding_q;  tot_valid_d = tot_valid_q;  tot_d = tot_q;
     mplier_d = mplier_q;  acc_d = acc_q;  mcand_d = mcand_q;
     rem_d = rem_q;  dvs_d = dvs_q;  quo_d = quo_q;  it_d = it_q;
@@ -426,20 +461,39 @@ module moehub_dam #(
             ev_d = 1'b1;
           end
         end else if (wr_valid_i) begin
-          if (wr_mask_i != '0) begin
-            lo_d  = win + AddrWidth'(m_first);
-            len_d = (LenWidth+1)'(m_last) - (LenWidth+1)'(m_first) + (LenWidth+1)'(1);
-            cnt_d = (LenWidth+1)'(m_count);
-          end else begin
-            lo_d  = wr_addr_i;
-            len_d = (LenWidth+1)'(wr_bytes_i);
-            cnt_d = (LenWidth+1)'(wr_bytes_i);
-          end
-          state_d = StMatch;
+          raw_addr_d  = wr_addr_i;
+          raw_bytes_d = wr_bytes_i;
+          raw_mask_d  = wr_mask_i;
+          raw_off_d   = wr_row_store_i ? wr_row_offset_i : wr_addr_i[6:0];
+          state_d     = StDecode;
         end
       end
 
+      StDecode: begin
+        any_d   = raw_mask_q != '0;
+        first_d = m_first;
+        last_d  = m_last;
+        state_d = StSpan;
+      end
+
+      // with a mask: its bytes from the window's start (address - offset) plus
+      // the first set bit; without: [address, + bytes)
+      StSpan: begin
+        if (any_q) begin
+          lo_d  = raw_addr_q + AddrWidth'({1'b0, first_q}) - AddrWidth'(raw_off_q);
+          len_d = (LenWidth+1)'(last_q) - (LenWidth+1)'(first_q) + (LenWidth+1)'(1);
+        end else begin
+          lo_d  = raw_addr_q;
+          len_d = (LenWidth+1)'(raw_bytes_q);
+        end
+        nz_d    = any_q || raw_bytes_q != '0;
+        state_d = StMatch;
+      end
+
       StMatch: begin
+        cnt_d = any_q ? (LenWidth+1)'(part_q[0 +: 6]) + (LenWidth+1)'(part_q[6 +: 6]) +
+                        (LenWidth+1)'(part_q[12 +: 6]) + (LenWidth+1)'(part_q[18 +: 6])
+                      : (LenWidth+1)'(raw_bytes_q);
         pend_d  = match;
         state_d = StPick;
       end
@@ -638,7 +692,8 @@ module moehub_dam #(
       valid_q <= '0;  id_q <= '0;  base_q <= '0;  rowb_q <= '0;  span_q <= '0;  groups_q <= '0;
       end_q <= '0;  known_q <= '0;  fullg_q <= '0;  remb_q <= '0;  total_q <= '0;  recv_q <= '0;
       allrdy_q <= '0;
-      lo_q <= '0;  len_q <= '0;  cnt_q <= '0;  pend_q <= '0;
+      lo_q <= '0;  len_q <= '0;  cnt_q <= '0;  pend_q <= '0;  nz_q <= 1'b0;  any_q <= 1'b0;  part_q <= '0;
+      raw_addr_q <= '0;  raw_bytes_q <= '0;  raw_mask_q <= '0;  raw_off_q <= '0;  first_q <= '0;  last_q <= '0;
       cur_q <= '0;  g_q <= '0;  adding_q <= 1'b0;  tot_valid_q <= 1'b0;  tot_q <= '0;
       mplier_q <= '0;  acc_q <= '0;  mcand_q <= '0;
       rem_q <= '0;  dvs_q <= '0;  quo_q <= '0;  it_q <= '0;
@@ -649,7 +704,10 @@ module moehub_dam #(
       valid_q <= valid_d;  id_q <= id_d;  base_q <= base_d;  rowb_q <= rowb_d;  span_q <= span_d;
       groups_q <= groups_d;  end_q <= end_d;  known_q <= known_d;  fullg_q <= fullg_d;  remb_q <= remb_d;
       total_q <= total_d;  recv_q <= recv_d;  allrdy_q <= allrdy_d;
-      lo_q <= lo_d;  len_q <= len_d;  cnt_q <= cnt_d;  pend_q <= pend_d;
+      lo_q <= lo_d;  len_q <= len_d;  cnt_q <= cnt_d;  pend_q <= pend_d;  nz_q <= nz_d;  any_q <= any_d;
+      part_q <= part_d;
+      raw_addr_q <= raw_addr_d;  raw_bytes_q <= raw_bytes_d;  raw_mask_q <= raw_mask_d;  raw_off_q <= raw_off_d;
+      first_q <= first_d;  last_q <= last_d;
       cur_q <= cur_d;  g_q <= g_d;  adding_q <= adding_d;  tot_valid_q <= tot_valid_d;  tot_q <= tot_d;
       mplier_q <= mplier_d;  acc_q <= acc_d;  mcand_q <= mcand_d;
       rem_q <= rem_d;  dvs_q <= dvs_d;  quo_q <= quo_d;  it_q <= it_d;
