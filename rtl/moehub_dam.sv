@@ -59,11 +59,12 @@
 // it, 1 + log2(MaxGroups) + 1 cycles of a restoring division (the group
 // index), one cycle to update the counter word; each Ready signal waits for
 // the stream (at least one cycle). A write to one entry of 16 groups: 13
-// cycles from taken to idle again, without signals. Add: 1 + RowsPerGroupWidth (span, shift and
-// add) + groups (clearing the words) cycles; set expected bytes: 1 +
-// log2(MaxGroups) + 1 (division) + groups (scan) + 1 cycles plus its
-// signals; remove: 1 cycle. Not on the write's path in the hub (the hub
-// takes writes on; the unit sees their completions).
+// cycles from taken to idle again, without signals. Add: 1 +
+// RowsPerGroupWidth (span, shift and add) + groups (clearing the words)
+// cycles; set expected bytes: 1 + (1 + log2(MaxGroups) + 1) (division) + 1
+// (check) + groups (scan) + 1 cycles plus its signals; an add with its
+// total: both; remove: 1 cycle. Not on the write's path in the hub (the
+// hub takes writes on; the unit sees their completions).
 //
 // Restrictions (asserted under MOEHUB_ASSERT_ON): the bytes of a write lie
 // within one group of every entry whose range they touch (the moehub
