@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Synthesis and timing of the MoE-Hub RTL blocks on ASAP7 (Yosys 0.23, OpenSTA).
 
-For each configuration of synth/configs.json, each block in it (the four
-units and moehub_top, the whole hub) and each storage estimate (flops: every
-array in flip-flops; sram: the RAT's bank arrays as SRAM macros, for the
-blocks that hold a RAT):
+For each configuration of synth/configs.json, each block in it (the units,
+moehub_top, the whole hub, and moehub_dam, synthesized on its own) and each
+storage estimate (flops: every array in flip-flops; sram: the RAT's bank
+arrays and the DAM's group-counter array as SRAM macros, for the blocks that
+hold one):
   1. merge the ASAP7 standard-cell liberty groups into one file (once);
   2. Yosys: read the RTL, set the parameters, synth -flatten (sram: stop
      before the fine pass, map the inferred memories to the blackbox of
@@ -47,8 +48,9 @@ RTL = os.path.join(REPO, "rtl")
 SRAM_STUB = os.path.join(HERE, "sram_stub.v")
 SRAM_TECHMAP = os.path.join(HERE, "sram_techmap.v")
 # Storage estimates: "flops" maps every array to flip-flops (Yosys memory_map);
-# "sram" keeps the RAT's per-bank arrays as SRAM macro stubs, sized and timed
-# by sram_model.py (two ports: the RAT reads and writes a set word in one cycle).
+# "sram" keeps the RAT's per-bank arrays (and the DAM's group-counter array) as
+# SRAM macro stubs, sized and timed by sram_model.py (two ports: the RAT reads
+# and writes a set word in one cycle, the DAM a counter word).
 STORAGE = ("flops", "sram")
 SRAM_PORTS = 2
 SRAM_TECH = "asap7"
@@ -59,6 +61,8 @@ BLOCKS = {
     "moehub_aau": ["moehub_apt.sv", "moehub_rat.sv", "moehub_aau.sv"],
     "moehub_rpm_sched": ["moehub_rpm_sched.sv"],
     "moehub_top": ["moehub_apt.sv", "moehub_rat.sv", "moehub_aau.sv", "moehub_rpm_sched.sv", "moehub_top.sv"],
+    # the Data Availability Manager, a block of its own (not inside moehub_top)
+    "moehub_dam": ["moehub_dam.sv"],
 }
 # Libraries mapped to, in merge order (the first one's header is kept).
 LIBS = [
@@ -135,8 +139,8 @@ def load_configs(path):
 
 
 def has_storage(block):
-    """Does the block hold arrays that the SRAM estimate replaces (the RAT's banks)?"""
-    return "moehub_rat.sv" in BLOCKS[block]
+    """Does the block hold arrays that the SRAM estimate replaces (the RAT's banks, the DAM's counters)?"""
+    return "moehub_rat.sv" in BLOCKS[block] or "moehub_dam.sv" in BLOCKS[block]
 
 
 _NUM = r"(\d+'[bd][0-9]+|\d+)"
@@ -353,7 +357,7 @@ def markdown(name, cfg, res):
         "",
         "ASAP7 (RVT, TT, 0.7 V, 25 C), %s, %s; hub clock %.3g GHz (%.1f ps); %s." % (
             res["tools"]["yosys"], res["tools"]["sta"], res["clock_ghz"], res["clock_period_ps"], res["date"]),
-        "Storage `flops`: every array in flip-flops; `sram`: the RAT's bank arrays as %d-port SRAM macros "
+        "Storage `flops`: every array in flip-flops; `sram`: the RAT's bank arrays (the DAM's counter array) as %d-port SRAM macros "
         "of synth/sram_model.py (%s bit cell), the rest synthesized." % (SRAM_PORTS, SRAM_TECH),
         "",
         "| block | storage | parameters | cells | logic (um^2) | SRAM (um^2) | total (um^2) | flip-flops (um^2) "
@@ -395,7 +399,7 @@ def main():
     ap.add_argument("--retime", action="store_true",
                     help="reuse the netlists of an earlier run in --out: only the macro liberty and the timing again")
     ap.add_argument("--storage", action="append", choices=STORAGE,
-                    help="storage estimate (repeatable; default both; sram only for blocks with a RAT)")
+                    help="storage estimate (repeatable; default both; sram only for blocks with a RAT or the DAM)")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "synth"), help="output folder")
     ap.add_argument("--configs", default=os.path.join(HERE, "configs.json"), help="configuration file")
     a = ap.parse_args()
