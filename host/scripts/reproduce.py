@@ -149,8 +149,11 @@ def evaluate(spec, pts, outcome):
         return {"verdict": "failed", "error": f"{len(failed)} of {len(pts)} runs failed; {tag} exited {rc}: {last}"}
     points = []
     for c, tag in pts:
-        with open(outcome[tag][3]) as f:
-            points.append((c, json.load(f)))
+        try:
+            with open(outcome[tag][3]) as f:
+                points.append((c, json.load(f)))
+        except (OSError, ValueError) as e:
+            return {"verdict": "failed", "error": f"{tag} exited 0 but its results are unreadable: {e}"}
     try:
         m = repro_metrics.reduce(points, spec["metric"])
     except repro_metrics.MetricError as e:
