@@ -259,13 +259,35 @@ def small_pass(sim, out_dir):
         m = re.search(rf"^\| \[{re.escape(s['id'])}\]\(#[^)]*\) \|.*\| ([^|]+) \|$", text, re.M)
         check(m is not None, f"{s['id']}: a row in the summary table")
         if m:
-            check(m.group(1).strip() in verdicts, f"{s['id']}: a verdict ({m.group(1).strip()})")
+            v = m.group(1).strip().removesuffix(" (at medium size)")
+            check(v in verdicts, f"{s['id']}: a verdict ({m.group(1).strip()})")
         if s["status"] == "run" and not extra:
             png = os.path.join(out_dir, "img", f"repro_{s['id']}.png")
             check(os.path.exists(png) and os.path.getsize(png) > 0, f"{s['id']}: its plot {png}")
     m = re.search(r"^\*\*(\d+) claims:\*\*", text, re.M)
     check(m is not None and int(m.group(1)) == len(specs), f"the summary counts {len(specs)} claims")
     check("failed to run" not in text, "no experiment failed")
+    # the same inputs give the same page (but for its line with the commit, date and wall
+    # time) and the same plots: a second call on the kept runs
+    pngs = {}
+    img = os.path.join(out_dir, "img")
+    if os.path.isdir(img):
+        for n in sorted(os.listdir(img)):
+            with open(os.path.join(img, n), "rb") as f:
+                pngs[n] = f.read()
+    p2 = subprocess.run([py, RUNNER, "--sim", sim, "--size", "small", "--jobs", "2", "--page", page, "--reuse",
+                         "--out", os.path.join(out_dir, "out"), *extra], capture_output=True, text=True)
+    check(p2.returncode == 0 and "kept from before" in p2.stderr, f"the second call reuses the runs ({p2.stderr[-500:]})")
+    m = re.search(r"(\d+) runs \((\d+) kept from before\)", p2.stderr)
+    check(m is not None and m.group(1) == m.group(2), f"every run is kept ({m.group(0) if m else p2.stderr[-300:]})")
+
+    def body(t):
+        return [ln for ln in t.splitlines() if not ln.startswith("Made at commit")]
+    text2 = open(page).read()
+    check(body(text2) == body(text), "the second page equals the first but for its 'Made at' line")
+    for n, data in pngs.items():
+        with open(os.path.join(img, n), "rb") as f:
+            check(f.read() == data, f"{n}: the same plot again")
 
 
 def main():
