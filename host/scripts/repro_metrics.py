@@ -125,7 +125,29 @@ def reduce(points, metric):
                 "detail": [(f"{x}={v}", means[v]) for v in xs]}
     else:  # the spec's checks allow no other
         raise MetricError(f"unknown reducer {red}")
-    return {"value": value, "n": len(ps), "detail": [(_show(c), r) for c, _, r in ps]}
+    return {"value": value, "n": len(ps), "detail": _labels(ps)}
+
+
+def _order(v):
+    """A coordinate's value for sorting: numbers as numbers."""
+    try:
+        return (0, float(v), "")
+    except ValueError:
+        return (1, 0.0, v)
+
+
+def _labels(ps):
+    """(label, ratio) per pair, in the grid's order: the coordinates that vary among the
+    pairs, and which two points the ratio divides."""
+    dims = [d for d in ps[0][0] if len({c[d] for c, _, _ in ps}) > 1]
+    sel = [d for d in ps[0][0] if ps[0][0][d] != ps[0][1][d]]
+    rows = sorted(ps, key=lambda t: [_order(t[0][d]) for d in dims])
+    out = []
+    for c, dc, r in rows:
+        where = ", ".join(f"{d}={c[d]}" for d in dims if d not in sel)
+        how = " / ".join([", ".join(c[d] for d in sel), ", ".join(dc[d] for d in sel)])
+        out.append((f"{where}{': ' if where else ''}{how}", r))
+    return out
 
 
 def _efficiency(points, metric):

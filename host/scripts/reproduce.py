@@ -218,7 +218,7 @@ def git_commit():
         return "unknown (not a git checkout)"
 
 
-def write_page(path, specs, evals, size, backend, jobs, wall_s, img_dir, plots_made):
+def write_page(path, specs, evals, size, backend, jobs, kept, wall_s, img_dir, plots_made):
     counts = {k: 0 for k in VERDICT_TEXT}
     for spec in specs:
         counts[verdict_class(spec, evals[spec["id"]])] += 1
@@ -234,7 +234,8 @@ def write_page(path, specs, evals, size, backend, jobs, wall_s, img_dir, plots_m
     L.append("")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L.append(f"Made at commit {git_commit()} on {now}: size `{size}`, backend `{backend}`, "
-             f"{jobs} runs, {wall_s:.0f} s of wall time.")
+             f"{jobs} runs" + (f" ({kept} of them kept from an earlier call with the same inputs, --reuse)" if kept else "") +
+             f", {wall_s:.0f} s of wall time.")
     if size == "small":
         L.append("")
         L.append("**Size small** (the CI pass): fewer tokens and points than the claims need; the numbers "
@@ -492,7 +493,7 @@ def main(argv=None):
             if "value" in evals[s["id"]]:
                 make_plot(s, evals[s["id"]], os.path.join(img_dir, f"repro_{s['id']}.png"))
                 plots_made.add(s["id"])
-    write_page(a.page, specs, evals, a.size, a.backend, len(jobs), wall, img_dir, plots_made)
+    write_page(a.page, specs, evals, a.size, a.backend, len(jobs), len(jobs) - len(todo), wall, img_dir, plots_made)
     failed = [i for i, e in evals.items() if e["verdict"] == "failed"]
     for i in failed:
         print(f"{PROG}: {i}: {evals[i]['error']}", file=sys.stderr)
