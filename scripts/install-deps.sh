@@ -15,6 +15,7 @@ PACKAGES=(
   libbenchmark-dev          # benchmarks
   python3                   # report scripts, tests/fuzz/mutate_sim.py
   python3-matplotlib        # the plots of docs/results (scripts run with /usr/bin/python3)
+  python3-yaml              # the experiment files of scripts/reproduce.sh (configs/experiments)
   verilator                 # 5.006: lint and the C++ testbenches of rtl/ (tb/)
   yosys                     # 0.23: synthesis to ASAP7 cells (synth/)
   opensta                   # OpenSTA 2.0.17, binary `sta`: static timing of the netlists
