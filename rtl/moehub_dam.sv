@@ -80,6 +80,9 @@
 // writes across group boundaries, reading the table back over MMIO, the
 // behavioural model's check that every group with a threshold was released
 // at AllReady (it cannot fail while no counter passes its threshold).
+`ifdef MOEHUB_ASSERT_ON
+`include "moehub_assert.svh"
+`endif
 module moehub_dam #(
   /// Entries of the dependency table (kernels tracked at once).
   parameter int unsigned Kernels = 4,
@@ -724,21 +727,31 @@ module moehub_dam #(
     assert (LenWidth >= 8);
     assert (AddrWidth >= DivW);
   end
+  // a write's bytes lie within the range of every entry they touch (checked in StMatch)
+  logic a_in_range;
   always_comb begin
-    // conservation: no counter passes its threshold, no global counter its total
-    assert (!(ev_q && ec_q != ErrCfg));
-    // a write's bytes lie within the range of every entry they touch, and within one of its groups
-    if (state_q == StMatch) begin
-      for (int unsigned k = 0; k < Kernels; k++) begin
-        if (match[k]) begin
-          assert (lo_q >= base_q[k*AddrWidth +: AddrWidth] && wr_hi <= end_q[k*EndW +: EndW]);
-        end
+    a_in_range = 1'b1;
+    for (int unsigned k = 0; k < Kernels; k++) begin
+      if (match[k] && !(lo_q >= base_q[k*AddrWidth +: AddrWidth] && wr_hi <= end_q[k*EndW +: EndW])) begin
+        a_in_range = 1'b0;
       end
     end
-    if (state_q == StUpd) assert ((SpanW+LenWidth+1)'(rem_q) + (SpanW+LenWidth+1)'(len_q) <= (SpanW+LenWidth+1)'(c_span));
-    // a total is a multiple of the row size
-    if (state_q == StSetChk && c_rowb != '0) assert (tot_q % TotalW'(c_rowb) == '0);
   end
+  // conservation: no counter passes its threshold, no global counter its total
+  `MOEHUB_ASSERT(DamConservation, !(ev_q && ec_q != ErrCfg))
+  `MOEHUB_ASSERT(DamWriteInRange, state_q != StMatch || a_in_range)
+  // ... and within one of its groups
+  `MOEHUB_ASSERT(DamWriteInGroup, state_q != StUpd ||
+                 (SpanW+LenWidth+1)'(rem_q) + (SpanW+LenWidth+1)'(len_q) <= (SpanW+LenWidth+1)'(c_span))
+  // a total is a multiple of the row size
+  `MOEHUB_ASSERT(DamTotalWholeRows, !(state_q == StSetChk && c_rowb != '0) || tot_q % TotalW'(c_rowb) == '0)
+  // The channels: held until ready, payload stable (rdy: the unit; cfg, wr: the environment).
+  `MOEHUB_ASSERT_HANDSHAKE(DamRdyHeld, rdy_valid_o, rdy_ready_i, {rdy_kernel_o, rdy_all_o, rdy_group_o})
+  `MOEHUB_ASSERT_HANDSHAKE(DamCfgHeld, cfg_valid_i, cfg_ready_o,
+                           {cfg_op_i, cfg_kernel_i, cfg_base_i, cfg_row_bytes_i, cfg_rows_per_group_i,
+                            cfg_groups_i, cfg_total_valid_i, cfg_total_i})
+  `MOEHUB_ASSERT_HANDSHAKE(DamWrHeld, wr_valid_i, wr_ready_o,
+                           {wr_addr_i, wr_bytes_i, wr_mask_i, wr_row_store_i, wr_row_offset_i})
 `else
   logic unused_rowb;
   assign unused_rowb = ^{rowb_q, c_rowb, rowb_d};
