@@ -52,8 +52,10 @@ def all_jobs():
         ("moehub-packet-timeline", schedule_args("moehub") + ["--tokens", TOKENS], True),
         ("dgx-h100-megatron", ["--system", "dgx-h100", "--schedule", "megatron", "--tokens", TOKENS], False),
         ("hgx-h200-megatron", ["--system", "hgx-h200", "--schedule", "megatron", "--tokens", TOKENS], False),
-        ("hgx-h200-x2-ring-expert", ["--system", "hgx-h200-x2", "--schedule", "ring-expert", "--tokens", TOKENS], False),
-        ("h200-megatron-train", ["--system", "h200-megatron", "--schedule", "megatron-train", "--tokens", TOKENS], False),
+        ("hgx-h200-x2-ring-expert", ["--system", "hgx-h200-x2", "--schedule", "ring-expert",
+                                     "--tokens", TOKENS], False),
+        ("h200-megatron-train", ["--system", "h200-megatron", "--schedule", "megatron-train",
+                                 "--tokens", TOKENS], False),
         ("qwen1.5-moehub", ["--model", "qwen1.5-moe-a2.7b"] + schedule_args("moehub") + ["--tokens", TOKENS], False),
         ("qwen3-30b-ring-token", ["--model", "qwen3-30b-a3b", "--schedule", "ring-token", "--tokens", TOKENS], False),
         ("deepseek-v3-comet", ["--model", "deepseek-v3", "--schedule", "comet", "--tokens", TOKENS], False),
@@ -90,11 +92,8 @@ def run(binary, args, timeline, out):
 
 
 def without_host(raw):
-    """The results file's bytes with the top-level "host" object (peak memory, wall time) left out.
-
-    The file is re-serialised with its key order kept (json.loads keeps it), so a
-    change of order, spacing or number formatting elsewhere still shows: the rest
-    is compared as the binary wrote it (see same_results)."""
+    """The parsed results with the top-level "host" object (peak memory, wall time) left out:
+    only to name the first differing key once the bytes differ (compare_job)."""
     doc = json.loads(raw)
     doc.pop("host", None)
     return doc
