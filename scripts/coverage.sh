@@ -25,7 +25,7 @@ command -v gcov-12 >/dev/null && gcov_exe=gcov-12  # the compiler's own gcov (g+
 # The project's sources only: not the tests themselves, not Verilator's generated
 # models under build/, not system headers.
 gcovr --root . --object-directory build/coverage --gcov-executable "$gcov_exe" -j "$jobs" \
-  --filter 'systemc/' --filter 'host/' --filter 'tb/' --filter 'bench/' \
+  --filter 'systemc/' --filter 'lib/' --filter 'host/' --filter 'tb/' --filter 'bench/' \
   --exclude-unreachable-branches --exclude-throw-branches \
   --sort-percentage \
   --txt "$out/summary.txt" --json-summary-pretty --json-summary "$out/summary.json" \

@@ -18,7 +18,7 @@
 #include "host_data.hpp"
 #include "layer.hpp"
 #include "schedule.hpp"
-#include "moe_ref.hpp"
+#include "moe_ref/moe_ref.hpp"
 
 namespace moehub::gpu {
 

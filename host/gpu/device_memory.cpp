@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "cuda_check.hpp"
-#include "layer_memory.hpp"
+#include "moe_plan/layer_memory.hpp"
 
 namespace moehub::gpu {
 

@@ -18,7 +18,7 @@
 
 #include "cuda_check.hpp"
 #include "expert_ops.hpp"
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 #include "schedule.hpp"
 
 namespace moehub::gpu {

@@ -23,7 +23,7 @@
 #include "device_memory.hpp"
 #include "gemm.hpp"
 #include "layout.hpp"
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 #include "moe_kernels.hpp"
 #include "rank_threads.hpp"
 #include "transport.hpp"

@@ -13,7 +13,7 @@
 #include "cli.hpp"
 #include "expert_rows.hpp"
 #include "layer.hpp"
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 namespace moehub::gpu {
 

@@ -19,10 +19,10 @@
 #include "host_data.hpp"
 #include "layer.hpp"
 #include "model_shapes.hpp"
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 #include "ring_hop.hpp"
 #include "schedule.hpp"
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 #include "measure_common.hpp"
 

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "expert_ops.hpp"
-#include "moe_plan.hpp"
-#include "ring_steps.hpp"
+#include "moe_plan/moe_plan.hpp"
+#include "moe_plan/ring_steps.hpp"
 
 namespace moehub::gpu {
 

@@ -14,8 +14,8 @@
 
 #include "layer.hpp"
 #include "layout.hpp"
-#include "layer_memory.hpp"
-#include "moe_plan.hpp"
+#include "moe_plan/layer_memory.hpp"
+#include "moe_plan/moe_plan.hpp"
 
 namespace moehub::gpu {
 

@@ -185,7 +185,7 @@ for s in "$@"; do
       find "$B" -name '*.gcda' -delete
       stage coverage_tests 300 ctest --test-dir "$B" -L gpu --output-on-failure
       stage coverage_check 300 "$B/host/gpu/moehub-gpu" check
-      stage coverage_summary 120 bash -c "GCOV=\$(command -v gcov-13 || command -v gcov) python3 scripts/gpu/gcov_summary.py $B . host/ > '$OUT/gpu_coverage.csv'" ;;
+      stage coverage_summary 120 bash -c "GCOV=\$(command -v gcov-13 || command -v gcov) python3 scripts/gpu/gcov_summary.py $B . host/ lib/ > '$OUT/gpu_coverage.csv'" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -6,7 +6,7 @@ project under SOURCE_ROOT whose translation unit it is (a header's lines are cou
 the file that includes it, not apart), then the total:
     file,lines,covered,percent
     scripts/gpu/gcov_summary.py BUILD_DIR SOURCE_ROOT [PREFIX ...]
-PREFIX (default host/): only files under these folders of SOURCE_ROOT.
+PREFIX (default host/ lib/): only files under these folders of SOURCE_ROOT.
 """
 import os
 import re
@@ -19,7 +19,7 @@ def main() -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     build, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    prefixes = sys.argv[3:] or ["host/"]
+    prefixes = sys.argv[3:] or ["host/", "lib/"]
     gcov = os.environ.get("GCOV", "gcov")
     rows = {}
     for d, _, files in os.walk(build):

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/egress_port.hpp"
 #include "common/tlm_block.hpp"
 #include "common/moe_extension.hpp"
 #include "common/payload_pool.hpp"
@@ -52,7 +53,7 @@
 
 namespace moehub {
 
-class NvlinkPort : public TlmBlock {
+class NvlinkPort : public TlmBlock, public EgressPort {
  public:
   tlm::tlm_target_socket<> in;      ///< from the transmitting side
   tlm::tlm_initiator_socket<> out;  ///< to the receiving side
@@ -62,7 +63,7 @@ class NvlinkPort : public TlmBlock {
   /// Credits a transaction of `flits` holds in the far buffer: a whole packet,
   /// or, for a row-granularity transaction, one maximal packet (its packets
   /// stream through the buffer one behind the other).
-  std::uint32_t credit_flits(std::uint32_t flits) const { return std::min(flits, max_packet_flits_); }
+  std::uint32_t credit_flits(std::uint32_t flits) const override { return std::min(flits, max_packet_flits_); }
 
   /// Whether a transaction of this kind takes credits (every one, unless
   /// responses have a channel of their own).
@@ -72,7 +73,7 @@ class NvlinkPort : public TlmBlock {
   /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
   /// this port, from bandwidth and the credits known to be back; kTickMax if
   /// the credits it needs are not known to come back yet. Changes nothing.
-  Tick earliest_start(Tick t, std::uint32_t flits) const {
+  Tick earliest_start(Tick t, std::uint32_t flits) const override {
     flits = credit_flits(flits);
     const Tick start = server_.earliest_start(t);
     if (credits_available_ >= flits) return start;  // the usual case: credits never ran short
@@ -84,11 +85,11 @@ class NvlinkPort : public TlmBlock {
 
   /// Called with the time credits are back, whenever the far end reports a
   /// release (the sender behind this port may retry).
-  void set_credit_listener(std::function<void(Tick)> f) { listener_ = std::move(f); }
+  void set_credit_listener(std::function<void(Tick)> f) override { listener_ = std::move(f); }
   /// Whether a start is reported upstream as END_REQ (default on). A sender
   /// that learns the port's state from earliest_start and the credit
   /// listener (a hub's egress) ignores the report and switches it off.
-  void set_release_reports(bool on) { release_reports_ = on; }
+  void set_release_reports(bool on) override { release_reports_ = on; }
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay) override;
@@ -96,7 +97,7 @@ class NvlinkPort : public TlmBlock {
                                      sc_core::sc_time& delay) override;
   void b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) override;
 
-  const BandwidthServer& server() const { return server_; }
+  const BandwidthServer& server() const override { return server_; }
   BandwidthServer& server() { return server_; }
   std::uint64_t transactions() const { return transactions_; }
   /// NVLink packets (a row-granularity transaction counts all of its packets).

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "common/sc_time_util.hpp"
-#include "fabric/nvlink_port.hpp"
 #include "golden/aau.hpp"
 #include "golden/apt.hpp"
 
@@ -109,16 +108,16 @@ Hub::Hub(const sc_core::sc_module_name& name, int gpu, const SystemConfig& sys, 
   sensitive << work_ev_;
 }
 
-void Hub::set_egress_ports(std::vector<NvlinkPort*> ports) {
+void Hub::set_egress_ports(std::vector<EgressPort*> ports) {
   if (ports.size() != static_cast<std::size_t>(planes_)) {
     throw std::logic_error(std::string(name()) + ": one egress port per plane expected");
   }
   ports_ = std::move(ports);
   ports_hold_max_packet_ = true;
-  for (const NvlinkPort* p : ports_) {
+  for (const EgressPort* p : ports_) {
     if (p->credit_flits(~std::uint32_t{0}) != max_packet_flits_) ports_hold_max_packet_ = false;
   }
-  for (NvlinkPort* p : ports_) {
+  for (EgressPort* p : ports_) {
     p->set_credit_listener([this](Tick t) { wake(t); });
     p->set_release_reports(false);  // nb_transport_bw ignores END_REQ: the egress asks the port itself
   }
@@ -242,7 +241,7 @@ Hub::Action Hub::next_action(Tick now, Tick clock, bool data_held) {
     // for the ports' credit-stall statistic: the pick waits for credits
     // beyond what the ports' bandwidth imposes
     if (credit_wait_from_ == kTickMax && (s == kTickMax || s > ports_[p]->server().earliest_start(f + pick_lead_))) {
-      for (const NvlinkPort* port : ports_) {
+      for (const EgressPort* port : ports_) {
         credit_wait_from_ = std::min(credit_wait_from_, port->server().earliest_start(f + pick_lead_));
       }
     }

@@ -51,6 +51,7 @@
 
 #include "common/arrival_queue.hpp"
 #include "common/config.hpp"
+#include "common/egress_port.hpp"
 #include "common/moe_extension.hpp"
 #include "common/payload_pool.hpp"
 #include "common/ring.hpp"
@@ -61,8 +62,6 @@
 #include "gpu/store_stream.hpp"
 
 namespace moehub {
-
-class NvlinkPort;
 
 /// The parameters of the hub functions from the system config (hub section).
 golden::HubParams hub_params_from(const SystemConfig& sys, int gpu);
@@ -90,7 +89,7 @@ class Hub : public TlmBlock {
       golden::HubFunctions functions = {});
 
   /// The transmitters behind hub2nvl, for flow-control state (credits).
-  void set_egress_ports(std::vector<NvlinkPort*> ports);
+  void set_egress_ports(std::vector<EgressPort*> ports);
   /// Where the functions' own memory traffic (metadata spills) goes.
   void set_memory(MemoryFlows* m) { memory_ = m; }
   /// Called for every thread-block group a completed write makes ready.
@@ -251,7 +250,7 @@ class Hub : public TlmBlock {
   MemoryFlows* memory_ = nullptr;
   std::function<void(const golden::ReadySignal&, Tick)> ready_;
   std::vector<golden::ReadySignal> ready_buf_;
-  std::vector<NvlinkPort*> ports_;
+  std::vector<EgressPort*> ports_;
   bool ports_hold_max_packet_ = false;  ///< every port's credit_flits caps at our max_packet_flits_
   std::vector<StoreSource*> sources_;
   std::vector<std::uint8_t> congested_;  ///< per peer: packets in flight past congestion_packets_

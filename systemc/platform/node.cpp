@@ -124,7 +124,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
     hbm_ptrs.push_back(hbm_.back().get());
   }
   for (int g = 0; g < G; ++g) {
-    std::vector<NvlinkPort*> egress;
+    std::vector<EgressPort*> egress;
     for (int p = 0; p < P; ++p) {
       const std::string u = "gpu" + std::to_string(g) + "_to_sw" + std::to_string(p);
       const std::string d = "sw" + std::to_string(p) + "_to_gpu" + std::to_string(g);

@@ -1,4 +1,4 @@
-// Tests of the layer memory plans (host/moe_plan/layer_memory.hpp): the GPU harness's
+// Tests of the layer memory plans (lib/moe_plan/layer_memory.hpp): the GPU harness's
 // allocations per rank, by hand on small routings, against the H100 measurement of the
 // published configuration, and their refusals. The GPU test (tests/gpu) requires the plans
 // to equal the measured peaks to the byte.
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "layer_memory.hpp"
+#include "moe_plan/layer_memory.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "moe_plan.hpp"
-#include "ring_steps.hpp"
+#include "moe_plan/moe_plan.hpp"
+#include "moe_plan/ring_steps.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "moe_plan.hpp"
-#include "ring_steps.hpp"
+#include "moe_plan/moe_plan.hpp"
+#include "moe_plan/ring_steps.hpp"
 #include "workload/routing.hpp"
 #include "workload/schedule.hpp"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "moe_ref.hpp"
+#include "moe_ref/moe_ref.hpp"
 
 int main(int argc, char** argv) {
   moehub::ref::LayerShape s{2048, 512, 256, 16, 4};

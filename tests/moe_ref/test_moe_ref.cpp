@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "moe_ref.hpp"
+#include "moe_ref/moe_ref.hpp"
 
 namespace {
 

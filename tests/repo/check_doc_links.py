@@ -21,8 +21,8 @@ import re
 import sys
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-TOP_FOLDERS = ("bench", "cmake", "configs", "docs", "formal", "host", "kernels", "rtl", "scripts", "synth", "systemc",
-               "tb", "tests")
+TOP_FOLDERS = ("bench", "cmake", "configs", "docs", "formal", "host", "kernels", "lib", "rtl", "scripts", "synth",
+               "systemc", "tb", "tests")
 CODE_PATH = re.compile(r"`((?:" + "|".join(TOP_FOLDERS) + r"|data)/[A-Za-z0-9_./-]*)`")
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")

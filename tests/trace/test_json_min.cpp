@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_min.hpp"
+#include "trace/json_min.hpp"
 
 namespace {
 

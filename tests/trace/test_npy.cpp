@@ -6,7 +6,7 @@
 #include <fstream>
 #include <limits>
 
-#include "npy.hpp"
+#include "trace/npy.hpp"
 
 namespace {
 

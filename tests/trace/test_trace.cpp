@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 namespace {
 

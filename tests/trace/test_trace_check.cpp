@@ -9,7 +9,7 @@
 #include <string>
 #include <sys/wait.h>
 
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // The expert loops work expert by expert on the rows routed to that expert, in blocks
 // of kRowBlock rows: for each weight row, the block's rows are updated together, so
 // the weight row stays in L1 while it is reused (i-k-j order, unit stride inner loops).
-#include "moe_ref.hpp"
+#include "moe_ref/moe_ref.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "json_min.hpp"
+#include "trace/json_min.hpp"
 
 #include <cmath>
 #include <cstdlib>

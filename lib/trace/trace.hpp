@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "npy.hpp"
-#include "trace_error.hpp"
+#include "trace/npy.hpp"
+#include "trace/trace_error.hpp"
 
 namespace moehub::trace {
 

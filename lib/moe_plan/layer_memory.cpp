@@ -1,5 +1,5 @@
 // The device memory of one rank's layer as the GPU harness allocates it (layer_memory.hpp).
-#include "layer_memory.hpp"
+#include "moe_plan/layer_memory.hpp"
 
 #include <algorithm>
 #include <map>

@@ -55,7 +55,7 @@
 #include <string>
 #include <vector>
 
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 
 namespace moehub::plan {
 

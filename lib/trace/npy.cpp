@@ -1,5 +1,5 @@
 // .npy reader and writer (format 1.0, little-endian '<i4' / '<f4' / '<f8', C order).
-#include "npy.hpp"
+#include "trace/npy.hpp"
 
 #include <cstring>
 #include <fstream>

@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "ring_steps.hpp"
+#include "moe_plan/ring_steps.hpp"
 
 namespace moehub::plan {
 

@@ -1,5 +1,5 @@
 // The steps of a ring pass (ring_steps.hpp).
-#include "ring_steps.hpp"
+#include "moe_plan/ring_steps.hpp"
 
 #include <stdexcept>
 #include <string>

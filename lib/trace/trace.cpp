@@ -1,6 +1,6 @@
 // Trace format version 1: writer, reader and the validation rules both share.
 // docs/trace-format.md is the specification.
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "json_min.hpp"
+#include "trace/json_min.hpp"
 
 namespace moehub::trace {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "trace_error.hpp"
+#include "trace/trace_error.hpp"
 
 namespace moehub::trace {
 

@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "trace.hpp"
+#include "trace/trace.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {

@@ -1,5 +1,5 @@
 // Ring schedule, per-hop volumes, routing-mode choice and hop chunks. See moe_plan.hpp.
-#include "moe_plan.hpp"
+#include "moe_plan/moe_plan.hpp"
 
 #include <algorithm>
 #include <cstdio>
