@@ -278,6 +278,7 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   }
   j["measured_load_std"] = routing.load_std();
   j["granularity"] = req.system.sim.granularity;
+  j["hub_implementation"] = req.system.hub.implementation;
   j["layer_time_us"] = us(layer);
 
   // per-GPU phases and breakdown
