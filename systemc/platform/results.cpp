@@ -341,13 +341,15 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   }
   j["links"] = links;
 
+  // the collectives' transfers (scoreboard) and the MoE-Hub row transfers
   const auto t = node.scoreboard().totals();
+  const RowTransfers& rt = node.row_transfers();
   J tj;
-  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
-  tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
-  tj["local_copy_bytes"] = t.local_bytes;
-  tj["data_packets"] = t.data_packets + node.row_transfers().packets_delivered();
-  tj["rows_delivered"] = t.rows_delivered + node.row_transfers().rows_delivered();
+  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent + static_cast<double>(rt.fabric_bytes_sent());
+  tj["fabric_payload_bytes_received"] = t.payload_bytes_received + static_cast<double>(rt.fabric_bytes_received());
+  tj["local_copy_bytes"] = t.local_bytes + static_cast<double>(rt.local_bytes());
+  tj["data_packets"] = t.data_packets + rt.packets_delivered();
+  tj["rows_delivered"] = t.rows_delivered + rt.rows_delivered();
   tj["wrong_addresses"] = t.wrong_addresses;
   tj["responses_before_write"] = t.early_responses;
   tj["arrival_reorderings"] = node.reorderings();

@@ -178,6 +178,7 @@ void RowTransfers::start(int g, const Op& op, Tick window) {
         st.bytes = rg.spec->row_bytes;  // the row and its source column, one local write
         st.tag = tag;
         ++me.local_stores;
+        local_bytes_ += st.bytes;
         hubs_[gi]->local_store(st, ready + sm_to_hub_);
         continue;
       }
@@ -213,6 +214,8 @@ void RowTransfers::start(int g, const Op& op, Tick window) {
       me.remote_bytes += spec.row_bytes;
     }
   }
+  fabric_sent_ += me.remote_bytes;
+  local_bytes_ += static_cast<std::uint64_t>(local_copy);
   if (!remote.empty()) {
     me.source = std::make_unique<KernelStoreSource>(g, tag, std::move(remote), fmt_, 1u,
                                                     sms_[gi]->store_issue_gbps(spec.sms), now, sm_to_hub_);
@@ -278,7 +281,10 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
   Transfer& tr = transfer_of(w.transfer);
   const auto dst = static_cast<std::size_t>(w.dst_gpu);
   const golden::StoreRequest& st = w.store;
-  if (w.src_gpu != w.dst_gpu) packets_ += w.packets;
+  if (w.src_gpu != w.dst_gpu) {
+    packets_ += w.packets;
+    fabric_received_ += st.bytes;
+  }
   if (tr.row_store) {
     const auto found = region_of_malloc_.find(st.malloc_id);
     const int ri = found == region_of_malloc_.end() ? -1 : found->second;
@@ -431,6 +437,10 @@ std::vector<std::string> RowTransfers::verify() const {
     for (const auto& [id, bytes] : t.bytes_of_row) bad += bytes != t.spec->row_bytes;
     if (bad) e.push_back(n + ": " + std::to_string(bad) + " rows not delivered exactly once");
     if (t.wrong_address) e.push_back(n + ": " + std::to_string(t.wrong_address) + " stores at an address their row does not own");
+  }
+  if (fabric_sent_ != fabric_received_) {
+    e.push_back("row transfers: bytes sent over the fabric (" + std::to_string(fabric_sent_) +
+                ") != bytes received (" + std::to_string(fabric_received_) + ")");
   }
   std::int64_t incomplete = 0, moved = 0;
   std::vector<std::int64_t> rows_in(regions_.size(), 0);

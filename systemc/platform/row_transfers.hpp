@@ -118,6 +118,14 @@ class RowTransfers : public TrafficSink {
   std::int64_t rows_delivered() const;
   /// NVLink data packets of the row transfers that reached their consumer (local stores not counted).
   std::uint64_t packets_delivered() const { return packets_; }
+  /// Payload bytes the row-store kernels sent over the fabric (rows and their
+  /// source columns to peers, counted when a kernel starts) and the bytes that
+  /// reached a peer's memory; verify() checks that they are equal.
+  std::uint64_t fabric_bytes_sent() const { return fabric_sent_; }
+  std::uint64_t fabric_bytes_received() const { return fabric_received_; }
+  /// Bytes that stayed within their GPU: st.rowsp rows to a local region (one
+  /// local store each) and plain rows copied in HBM.
+  std::uint64_t local_bytes() const { return local_bytes_; }
 
  private:
   struct PerGpu {
@@ -182,6 +190,7 @@ class RowTransfers : public TrafficSink {
   std::unordered_map<std::uint32_t, int> region_of_malloc_;  ///< MallocID (names the GPU) -> region  ///< (region, RowID) -> where it landed
   std::vector<std::string> errors_;
   std::uint64_t packets_ = 0;
+  std::uint64_t fabric_sent_ = 0, fabric_received_ = 0, local_bytes_ = 0;
   Tick trace_bin_;
   std::vector<std::int64_t> rat_bin_, rpm_bin_;  ///< per GPU: last bin sampled (-1: none)
   Trace trace_;
