@@ -277,6 +277,17 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
     }
   }
   j["measured_load_std"] = routing.load_std();
+  {
+    // the routing's (token, expert) pairs and those a schedule with a capacity
+    // per expert (tutel) dropped: it computes only the others
+    std::int64_t pairs = 0;
+    for (const auto& ids : routing.expert_ids) pairs += static_cast<std::int64_t>(ids.size());
+    const CapacityDrops& cap = node.schedule().capacity;
+    if (cap.limited) j["capacity_factor"] = cap.capacity_factor;
+    j["token_expert_pairs"] = pairs;
+    j["dropped_token_expert_pairs"] = cap.dropped;
+    j["dropped_pair_fraction"] = pairs > 0 ? static_cast<double>(cap.dropped) / static_cast<double>(pairs) : 0.0;
+  }
   j["granularity"] = req.system.sim.granularity;
   j["hub_implementation"] = req.system.hub.implementation;
   j["layer_time_us"] = us(layer);

@@ -267,6 +267,16 @@ struct AllToAll {
   std::vector<std::int32_t> expected_dst;
 };
 
+/// The (token, expert) pairs a schedule with a fixed capacity per expert
+/// (tutel) leaves out: a pair beyond its expert's capacity on its token's GPU
+/// is dropped (not sent, not computed; its result is zero), so such a
+/// schedule does less work than the routing asks for when the load is uneven.
+struct CapacityDrops {
+  bool limited = false;        ///< the schedule has a capacity per expert
+  double capacity_factor = 0;  ///< its factor (limited only)
+  std::int64_t dropped = 0;    ///< (token, expert) pairs of the routing beyond capacity
+};
+
 struct Schedule {
   std::string name;
   std::vector<std::vector<Op>> ops;  ///< per GPU
@@ -274,6 +284,7 @@ struct Schedule {
   std::vector<RowTransfer> row_transfers;
   std::vector<RowRegion> regions;
   HubUse hub;
+  CapacityDrops capacity;  ///< every pair is computed unless capacity.limited
 };
 
 /// Megatron-Core's non-overlapped expert parallelism (routing, permute, count
