@@ -53,6 +53,8 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
                                   std::to_string(kMaxGroupsPerRegion) + " thread-block groups");
     }
     r.released.assign(static_cast<std::size_t>(groups), 0);
+    r.rows_in_group.assign(static_cast<std::size_t>(groups), 0);
+    r.flagged.assign(static_cast<std::size_t>(groups), 0);
     r.groups_with_rows = groups_of(rg.expected_rows, tile_m_);
     regions_.push_back(std::move(r));
   }
@@ -246,14 +248,7 @@ void RowTransfers::check_done(int c, int g) {
   const Tick at = std::max(p.last, now);
   p.done_ev->notify(to_sc(at - now));
   t.all_done = std::max(t.all_done, at);
-  if (++t.gpus_done == static_cast<int>(t.gpus.size()) && t.row_store && !schedule_.hub.dam) {
-    // software orchestration: every producer fences and writes a flag to
-    // every consumer; the last of them lands one flag store later
-    for (std::size_t s = 0; s < sms_.size(); ++s) {
-      sms_[s]->raise_flag(software_flag(c), t.all_done + flag_latency_);
-      trace_.releases.push_back({Release::Kind::kSoftwareFlag, static_cast<int>(s), -1, c, t.all_done + flag_latency_});
-    }
-  }
+  ++t.gpus_done;
 }
 
 void RowTransfers::on_ready(int g, const golden::ReadySignal& rs, Tick t) {
@@ -303,6 +298,21 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
     }
     row.bytes += st.bytes;
     rg.bytes += st.bytes;
+    if (!schedule_.hub.dam && row.bytes == rg.spec->row_bytes && !row.moved && st.local_row_id >= 0 &&
+        st.local_row_id < rg.spec->capacity_rows) {
+      // software signalling per step: the row's producer learns of its write
+      // from the response and adds it to its group's counter on the consumer;
+      // the group's flag is up once the counter holds all the group's rows
+      const auto grp = static_cast<std::size_t>(st.local_row_id / tile_m_);
+      const std::int64_t want =
+          std::min<std::int64_t>(tile_m_, rg.spec->expected_rows - static_cast<std::int64_t>(grp) * tile_m_);
+      if (grp < rg.rows_in_group.size() && ++rg.rows_in_group[grp] == want) {
+        const Tick at = std::max(t, now_ticks()) + 2 * flag_latency_;
+        if (rg.flagged[grp] < 255) ++rg.flagged[grp];
+        sms_[dst]->raise_flag(software_flag(ri, static_cast<int>(grp)), at);
+        trace_.releases.push_back({Release::Kind::kSoftwareFlag, w.dst_gpu, ri, static_cast<int>(grp), at});
+      }
+    }
     if (st.local_row_id < 0 || st.local_row_id >= rg.spec->capacity_rows ||
         base != rg.base + static_cast<std::uint64_t>(st.local_row_id) * rg.spec->row_bytes) {
       row.moved = true;
@@ -473,7 +483,18 @@ std::vector<std::string> RowTransfers::verify() const {
       e.push_back(n + ": LocalRowIDs not dense (" + std::to_string(used) + " used for " + std::to_string(rows_in[i]) +
                   " rows)");
     }
-    if (!schedule_.hub.dam) continue;
+    if (!schedule_.hub.dam) {
+      // software signalling: every group with rows flagged exactly once
+      std::int64_t twice = 0, missing = 0;
+      for (std::size_t grp = 0; grp < r.flagged.size(); ++grp) {
+        const bool with_rows = static_cast<std::int64_t>(grp) < r.groups_with_rows;
+        if (r.flagged[grp] > 1) ++twice;
+        if (with_rows && r.flagged[grp] == 0) ++missing;
+      }
+      if (twice) e.push_back(n + ": software flags raised " + std::to_string(twice) + " groups more than once");
+      if (missing) e.push_back(n + ": software flags never raised for " + std::to_string(missing) + " groups with rows");
+      continue;
+    }
     std::int64_t twice = 0, missing = 0, extra = 0;
     for (std::size_t grp = 0; grp < r.released.size(); ++grp) {
       const bool with_rows = static_cast<std::int64_t>(grp) < r.groups_with_rows;

@@ -321,6 +321,28 @@ TEST(MoeHubSelfChecks, CatchARowWrittenAtAnotherRowsAddress) {
   EXPECT_TRUE(has_error(out, "rows whose stores landed at more than one address")) << all_errors(out);
 }
 
+// moehub-base signals per step in software: a group of GEMM1 (an expert's row
+// of tiles) polls its own flag, raised once its rows are in memory and
+// counted, so GEMM1 starts while the dispatch still runs, as under the DAM;
+// one flag per layer would hold every group until all dispatches are done.
+TEST(MoeHubBase, Gemm1GroupsStartWhileTheDispatchRuns) {
+  RunRequest req = request("moehub-base", 8192);
+  req.system.sim.granularity = "row";
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& win = out.results.at("routing_to_gemm1");
+  for (std::size_t g = 0; g < out.results.at("gpus").size(); ++g) {
+    double topk_start = -1, dispatch_end = -1;
+    for (const auto& ph : out.results.at("gpus")[g].at("phases")) {
+      if (ph.at("name") == "router_softmax_topk") topk_start = ph.at("start_us").get<double>();
+      if (ph.at("name") == "dispatch") dispatch_end = ph.at("end_us").get<double>();
+    }
+    ASSERT_GE(topk_start, 0.0);
+    ASSERT_GE(dispatch_end, 0.0);
+    EXPECT_LT(topk_start + win.at("per_gpu_us")[g].get<double>(), dispatch_end) << "GPU " << g;
+  }
+}
+
 // The software baselines' all-to-alls count the same payload: megatron sends
 // each remote pair's gate probability (fp32) beside its row, and every GPU
 // sends its int64 count per expert to every peer before the dispatch.
