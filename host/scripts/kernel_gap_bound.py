@@ -67,7 +67,7 @@ def main():
         for s in a.schedules:
             out = os.path.join(tmp, s)
             cmd = [a.sim, "--schedule", s, "--granularity", "row", "--no-timeline", "--quiet", "--out-dir", out]
-            r = simrun.run_results(cmd + simrun.hub_args(s) + a.sim_args.split(), out, "kernel_gap_bound")
+            r = simrun.run_results(cmd + a.sim_args.split(), out, "kernel_gap_bound")
             kernels, exposed, us = bound(r, a.gap_us)
             pct = 100.0 * us / r["layer_time_us"]
             print(f"| {s} | {r['layer_time_us']:,.1f} | {kernels} | {exposed} | {us:,.1f} us, {pct:.2f} % |")

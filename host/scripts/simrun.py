@@ -5,11 +5,6 @@ import subprocess
 import sys
 
 
-def hub_args(schedule):
-    """The MoE-Hub schedules run on the MoE-Hub units: the arguments that select them."""
-    return ["--hub-impl", "moehub"] if schedule.startswith("moehub") else []
-
-
 def run_results(cmd, out_dir, prog):
     """Runs `cmd` (a moehub-sim command line writing into `out_dir`) and returns its
     results.json; on a non-zero exit prints the command and its stderr as `prog` and exits 1."""

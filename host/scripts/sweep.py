@@ -25,8 +25,6 @@ import os
 import subprocess
 import sys
 
-import simrun
-
 
 def run_tag(system, model, schedule, tokens, std, seed, granularity, varied=()):
     """The name of a run's results file in OUT/runs/; a system given as a path to
@@ -58,7 +56,6 @@ def run_one(sim, out, model, system, schedule, tokens, std, seed, granularity, s
         cmd += ["--set", s]
     for key, value in varied:
         cmd += ["--set", f"{key}={value}"]
-    cmd += simrun.hub_args(schedule)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return tag, None, p.stderr

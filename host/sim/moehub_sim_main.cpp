@@ -138,6 +138,31 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The MoE-Hub schedules (moehub, moehub-base, moehub-pkt, moehub-dep) run on
+// the MoE-Hub units. Every system file describes the conventional hub
+// (hub.implementation: address-centric), which the software baselines use, so
+// such a schedule selects 'moehub' unless the command line names an
+// implementation (--hub-impl, --set system.hub.implementation) or the file
+// names one of the MoE-Hub units ('moehub', 'rtl'). An implementation named on
+// the command line that cannot run the schedule is a ConfigError naming the
+// flag.
+void select_moehub_units(const std::string& schedule, bool hub_impl_flag,
+                         const std::vector<moehub::ConfigOverride>& overrides, moehub::SystemConfig& sys) {
+  if (schedule.rfind("moehub", 0) != 0) return;
+  const bool set_by_override = std::any_of(overrides.begin(), overrides.end(), [](const moehub::ConfigOverride& o) {
+    return o.target == "system" && o.key == "hub.implementation";
+  });
+  std::string& impl = sys.hub.implementation;
+  if (impl == "moehub" || impl == "rtl") return;
+  if (!hub_impl_flag && !set_by_override) {
+    impl = "moehub";
+    return;
+  }
+  throw moehub::ConfigError("<command line>", hub_impl_flag ? "--hub-impl" : "--set system.hub.implementation",
+                            "schedule '" + schedule + "' runs on the MoE-Hub units: must be 'moehub' or 'rtl' (got '" +
+                                impl + "'; without the option it runs on 'moehub')");
+}
+
 }  // namespace
 
 // Our own main(): it takes precedence over the one in libsystemc (which would
@@ -303,6 +328,7 @@ int main(int argc, char** argv) {
       throw moehub::ConfigError("<command line>", "--schedule",
                                 "must be one of " + quoted_list(names) + " (got '" + schedule + "')");
     }
+    select_moehub_units(schedule, hub_impl.has_value(), overrides, req.system);
     const double max_sim_time_limit_us = moehub::ticks_to_us(moehub::RunRequest::kMaxSimTimeLimit);
     if (!(max_sim_time_us >= 1e-6 && max_sim_time_us <= max_sim_time_limit_us)) {
       throw moehub::ConfigError("<command line>", "--max-sim-time",

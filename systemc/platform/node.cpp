@@ -342,7 +342,7 @@ void Node::execute(int g, const Op& op, OpRecord& r) {
             next += static_cast<std::size_t>(nt);
             k.groups.push_back(std::move(grp));
             flags.push_back(how == GroupRelease::kSignal ? row_transfers_->dam_flag(op.regions[s], static_cast<int>(t))
-                                                         : row_transfers_->software_flag(op.row_transfer));
+                                                         : row_transfers_->software_flag(op.regions[s], static_cast<int>(t)));
           }
         }
         if (next != tiles.size()) throw std::logic_error(op.name + ": tiles and row groups disagree");

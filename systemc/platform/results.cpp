@@ -277,7 +277,19 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
     }
   }
   j["measured_load_std"] = routing.load_std();
+  {
+    // the routing's (token, expert) pairs and those a schedule with a capacity
+    // per expert (tutel) dropped: it computes only the others
+    std::int64_t pairs = 0;
+    for (const auto& ids : routing.expert_ids) pairs += static_cast<std::int64_t>(ids.size());
+    const CapacityDrops& cap = node.schedule().capacity;
+    if (cap.limited) j["capacity_factor"] = cap.capacity_factor;
+    j["token_expert_pairs"] = pairs;
+    j["dropped_token_expert_pairs"] = cap.dropped;
+    j["dropped_pair_fraction"] = pairs > 0 ? static_cast<double>(cap.dropped) / static_cast<double>(pairs) : 0.0;
+  }
   j["granularity"] = req.system.sim.granularity;
+  j["hub_implementation"] = req.system.hub.implementation;
   j["layer_time_us"] = us(layer);
 
   // per-GPU phases and breakdown
@@ -340,13 +352,15 @@ nlohmann::ordered_json make_results(const Node& node, const RunRequest& req, con
   }
   j["links"] = links;
 
+  // the collectives' transfers (scoreboard) and the MoE-Hub row transfers
   const auto t = node.scoreboard().totals();
+  const RowTransfers& rt = node.row_transfers();
   J tj;
-  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent;
-  tj["fabric_payload_bytes_received"] = t.payload_bytes_received;
-  tj["local_copy_bytes"] = t.local_bytes;
-  tj["data_packets"] = t.data_packets + node.row_transfers().packets_delivered();
-  tj["rows_delivered"] = t.rows_delivered + node.row_transfers().rows_delivered();
+  tj["fabric_payload_bytes_sent"] = t.payload_bytes_sent + static_cast<double>(rt.fabric_bytes_sent());
+  tj["fabric_payload_bytes_received"] = t.payload_bytes_received + static_cast<double>(rt.fabric_bytes_received());
+  tj["local_copy_bytes"] = t.local_bytes + static_cast<double>(rt.local_bytes());
+  tj["data_packets"] = t.data_packets + rt.packets_delivered();
+  tj["rows_delivered"] = t.rows_delivered + rt.rows_delivered();
   tj["wrong_addresses"] = t.wrong_addresses;
   tj["responses_before_write"] = t.early_responses;
   tj["arrival_reorderings"] = node.reorderings();

@@ -53,6 +53,8 @@ RowTransfers::RowTransfers(const Schedule& schedule, const SystemConfig& sys, Ad
                                   std::to_string(kMaxGroupsPerRegion) + " thread-block groups");
     }
     r.released.assign(static_cast<std::size_t>(groups), 0);
+    r.rows_in_group.assign(static_cast<std::size_t>(groups), 0);
+    r.flagged.assign(static_cast<std::size_t>(groups), 0);
     r.groups_with_rows = groups_of(rg.expected_rows, tile_m_);
     regions_.push_back(std::move(r));
   }
@@ -178,6 +180,7 @@ void RowTransfers::start(int g, const Op& op, Tick window) {
         st.bytes = rg.spec->row_bytes;  // the row and its source column, one local write
         st.tag = tag;
         ++me.local_stores;
+        local_bytes_ += st.bytes;
         hubs_[gi]->local_store(st, ready + sm_to_hub_);
         continue;
       }
@@ -213,6 +216,8 @@ void RowTransfers::start(int g, const Op& op, Tick window) {
       me.remote_bytes += spec.row_bytes;
     }
   }
+  fabric_sent_ += me.remote_bytes;
+  local_bytes_ += static_cast<std::uint64_t>(local_copy);
   if (!remote.empty()) {
     me.source = std::make_unique<KernelStoreSource>(g, tag, std::move(remote), fmt_, 1u,
                                                     sms_[gi]->store_issue_gbps(spec.sms), now, sm_to_hub_);
@@ -243,14 +248,7 @@ void RowTransfers::check_done(int c, int g) {
   const Tick at = std::max(p.last, now);
   p.done_ev->notify(to_sc(at - now));
   t.all_done = std::max(t.all_done, at);
-  if (++t.gpus_done == static_cast<int>(t.gpus.size()) && t.row_store && !schedule_.hub.dam) {
-    // software orchestration: every producer fences and writes a flag to
-    // every consumer; the last of them lands one flag store later
-    for (std::size_t s = 0; s < sms_.size(); ++s) {
-      sms_[s]->raise_flag(software_flag(c), t.all_done + flag_latency_);
-      trace_.releases.push_back({Release::Kind::kSoftwareFlag, static_cast<int>(s), -1, c, t.all_done + flag_latency_});
-    }
-  }
+  ++t.gpus_done;
 }
 
 void RowTransfers::on_ready(int g, const golden::ReadySignal& rs, Tick t) {
@@ -278,7 +276,10 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
   Transfer& tr = transfer_of(w.transfer);
   const auto dst = static_cast<std::size_t>(w.dst_gpu);
   const golden::StoreRequest& st = w.store;
-  if (w.src_gpu != w.dst_gpu) packets_ += w.packets;
+  if (w.src_gpu != w.dst_gpu) {
+    packets_ += w.packets;
+    fabric_received_ += st.bytes;
+  }
   if (tr.row_store) {
     const auto found = region_of_malloc_.find(st.malloc_id);
     const int ri = found == region_of_malloc_.end() ? -1 : found->second;
@@ -297,6 +298,21 @@ void RowTransfers::on_delivered(const MoePacketExt& w, Tick t) {
     }
     row.bytes += st.bytes;
     rg.bytes += st.bytes;
+    if (!schedule_.hub.dam && row.bytes == rg.spec->row_bytes && !row.moved && st.local_row_id >= 0 &&
+        st.local_row_id < rg.spec->capacity_rows) {
+      // software signalling per step: the row's producer learns of its write
+      // from the response and adds it to its group's counter on the consumer;
+      // the group's flag is up once the counter holds all the group's rows
+      const auto grp = static_cast<std::size_t>(st.local_row_id / tile_m_);
+      const std::int64_t want =
+          std::min<std::int64_t>(tile_m_, rg.spec->expected_rows - static_cast<std::int64_t>(grp) * tile_m_);
+      if (grp < rg.rows_in_group.size() && ++rg.rows_in_group[grp] == want) {
+        const Tick at = std::max(t, now_ticks()) + 2 * flag_latency_;
+        if (rg.flagged[grp] < 255) ++rg.flagged[grp];
+        sms_[dst]->raise_flag(software_flag(ri, static_cast<int>(grp)), at);
+        trace_.releases.push_back({Release::Kind::kSoftwareFlag, w.dst_gpu, ri, static_cast<int>(grp), at});
+      }
+    }
     if (st.local_row_id < 0 || st.local_row_id >= rg.spec->capacity_rows ||
         base != rg.base + static_cast<std::uint64_t>(st.local_row_id) * rg.spec->row_bytes) {
       row.moved = true;
@@ -432,6 +448,10 @@ std::vector<std::string> RowTransfers::verify() const {
     if (bad) e.push_back(n + ": " + std::to_string(bad) + " rows not delivered exactly once");
     if (t.wrong_address) e.push_back(n + ": " + std::to_string(t.wrong_address) + " stores at an address their row does not own");
   }
+  if (fabric_sent_ != fabric_received_) {
+    e.push_back("row transfers: bytes sent over the fabric (" + std::to_string(fabric_sent_) +
+                ") != bytes received (" + std::to_string(fabric_received_) + ")");
+  }
   std::int64_t incomplete = 0, moved = 0;
   std::vector<std::int64_t> rows_in(regions_.size(), 0);
   for (const auto& [key, row] : rows_) {
@@ -463,7 +483,18 @@ std::vector<std::string> RowTransfers::verify() const {
       e.push_back(n + ": LocalRowIDs not dense (" + std::to_string(used) + " used for " + std::to_string(rows_in[i]) +
                   " rows)");
     }
-    if (!schedule_.hub.dam) continue;
+    if (!schedule_.hub.dam) {
+      // software signalling: every group with rows flagged exactly once
+      std::int64_t twice = 0, missing = 0;
+      for (std::size_t grp = 0; grp < r.flagged.size(); ++grp) {
+        const bool with_rows = static_cast<std::int64_t>(grp) < r.groups_with_rows;
+        if (r.flagged[grp] > 1) ++twice;
+        if (with_rows && r.flagged[grp] == 0) ++missing;
+      }
+      if (twice) e.push_back(n + ": software flags raised " + std::to_string(twice) + " groups more than once");
+      if (missing) e.push_back(n + ": software flags never raised for " + std::to_string(missing) + " groups with rows");
+      continue;
+    }
     std::int64_t twice = 0, missing = 0, extra = 0;
     for (std::size_t grp = 0; grp < r.released.size(); ++grp) {
       const bool with_rows = static_cast<std::int64_t>(grp) < r.groups_with_rows;

@@ -16,10 +16,14 @@
 //   combine), every row destined to this GPU has arrived.
 // - Release of the consumer GEMM's groups: a DAM Ready signal (region,
 //   group) raises flag dam_flag(region, group) on its GPU after
-//   hub.dam_ready_latency_ns; without the DAM, once every GPU's dispatch
-//   kernel is done, flag software_flag(transfer) is raised on every GPU one
-//   remote flag write later (the producers' fence and flag store), and the
-//   consumer's groups poll it.
+//   hub.dam_ready_latency_ns; without the DAM, software signals each step:
+//   the producers count a row into its group's counter on the consumer once
+//   its write is acknowledged (a fence and a remote atomic), and group g of a
+//   region polls flag software_flag(region, group), raised when the group's
+//   rows (LocalRowIDs g x gpu.gemm_tile_m onwards, as the DAM's groups) are
+//   all in memory, plus the write response's trip back and the counter's
+//   remote write (two flag latencies; approximation: the response's trip is
+//   taken as one flag store's, and a local row pays the same).
 // - Checks (verify): every row complete, once; all stores of a row at one
 //   address (base + LocalRowID x row size); per region LocalRowIDs dense and
 //   unique; plain rows at their slot; DAM: every group with rows released
@@ -59,15 +63,15 @@ class RowTransfers : public TrafficSink {
   /// Tags of row-transfer stores start here (collectives use 0, 1, ...).
   static constexpr std::int32_t kTagBase = 1 << 20;
   /// Flags of this GPU's SmArray used for releases.
-  static constexpr int kSoftwareFlagBase = 1 << 24;
   static constexpr int kDamFlagBase = 1 << 25;
+  static constexpr int kSoftwareFlagBase = 1 << 29;
   static constexpr int kMaxGroupsPerRegion = 1 << 16;
 
   RowTransfers(const Schedule& schedule, const SystemConfig& sys, AddressMap& map);
   void attach(std::vector<Hub*> hubs, std::vector<SmArray*> sms, std::vector<MemoryFlows*> hbm);
 
   int dam_flag(int region, int group) const { return kDamFlagBase + region * kMaxGroupsPerRegion + group; }
-  int software_flag(int transfer) const { return kSoftwareFlagBase + transfer; }
+  int software_flag(int region, int group) const { return kSoftwareFlagBase + region * kMaxGroupsPerRegion + group; }
 
   /// OpKind::kRowspMalloc of GPU g.
   void malloc_regions(int g, const Op& op);
@@ -85,8 +89,8 @@ class RowTransfers : public TrafficSink {
     enum class Kind { kDamGroup, kAllReady, kSoftwareFlag };
     Kind kind = Kind::kDamGroup;
     int gpu = 0;
-    int region = -1;    ///< -1 for the software flag
-    int group = -1;     ///< thread-block group (kDamGroup), the transfer (kSoftwareFlag)
+    int region = -1;
+    int group = -1;     ///< thread-block group (kDamGroup, kSoftwareFlag)
     Tick at = 0;        ///< when the consumer's SMs see it (AllReady: when the DAM raised it)
   };
   struct RowsAt {
@@ -118,6 +122,14 @@ class RowTransfers : public TrafficSink {
   std::int64_t rows_delivered() const;
   /// NVLink data packets of the row transfers that reached their consumer (local stores not counted).
   std::uint64_t packets_delivered() const { return packets_; }
+  /// Payload bytes the row-store kernels sent over the fabric (rows and their
+  /// source columns to peers, counted when a kernel starts) and the bytes that
+  /// reached a peer's memory; verify() checks that they are equal.
+  std::uint64_t fabric_bytes_sent() const { return fabric_sent_; }
+  std::uint64_t fabric_bytes_received() const { return fabric_received_; }
+  /// Bytes that stayed within their GPU: st.rowsp rows to a local region (one
+  /// local store each) and plain rows copied in HBM.
+  std::uint64_t local_bytes() const { return local_bytes_; }
 
  private:
   struct PerGpu {
@@ -160,6 +172,8 @@ class RowTransfers : public TrafficSink {
     std::uint64_t lrid_conflicts = 0;        ///< a LocalRowID given to two rows
     std::uint64_t bytes = 0;
     std::vector<std::uint8_t> released;      ///< DAM Ready signals per group
+    std::vector<std::int64_t> rows_in_group;  ///< without the DAM: complete rows per group
+    std::vector<std::uint8_t> flagged;        ///< without the DAM: software flags raised per group
     int all_ready = 0;
     std::int64_t groups_with_rows = 0;
     std::int64_t rows_used = 0;              ///< LocalRowIDs given to a row so far
@@ -182,6 +196,7 @@ class RowTransfers : public TrafficSink {
   std::unordered_map<std::uint32_t, int> region_of_malloc_;  ///< MallocID (names the GPU) -> region  ///< (region, RowID) -> where it landed
   std::vector<std::string> errors_;
   std::uint64_t packets_ = 0;
+  std::uint64_t fabric_sent_ = 0, fabric_received_ = 0, local_bytes_ = 0;
   Tick trace_bin_;
   std::vector<std::int64_t> rat_bin_, rpm_bin_;  ///< per GPU: last bin sampled (-1: none)
   Trace trace_;

@@ -25,7 +25,17 @@ std::string format_table(const nlohmann::ordered_json& r) {
   o << "moehub-sim: " << r["schedule"].get<std::string>() << " on " << r["system"].get<std::string>()
     << " (" << r["num_gpus"].get<int>() << " GPUs), " << r["model"].get<std::string>() << ", "
     << r["tokens"].get<std::int64_t>() << " tokens, measured load std "
-    << fmt(r["measured_load_std"].get<double>(), 4) << "\n\n";
+    << fmt(r["measured_load_std"].get<double>(), 4) << "\n";
+  if (r.contains("capacity_factor")) {
+    // a schedule with a capacity per expert computes only the pairs within it
+    std::snprintf(line, sizeof line, "capacity factor %s: %lld of %lld token-expert pairs dropped (%.2f %%)\n",
+                  fmt(r["capacity_factor"].get<double>(), 2).c_str(),
+                  static_cast<long long>(r["dropped_token_expert_pairs"].get<std::int64_t>()),
+                  static_cast<long long>(r["token_expert_pairs"].get<std::int64_t>()),
+                  100 * r["dropped_pair_fraction"].get<double>());
+    o << line;
+  }
+  o << "\n";
   o << "phase breakdown of the GPU that finishes last (us):\n";
   for (const auto& [k, v] : r["breakdown_us"].items()) {
     std::snprintf(line, sizeof line, "  %-18s %12.2f\n", k.c_str(), v.get<double>());

@@ -91,12 +91,8 @@ void moehub_tracks(std::ostringstream& o, const std::function<void()>& sep, cons
       const char* name = r.kind == K::kDamGroup ? "DAM ready" : r.kind == K::kAllReady ? "AllReady" : "flag release";
       o << R"({"ph":"i","s":"t","pid":)" << g << R"(,"tid":)" << kReleaseTid << R"(,"name":")" << name
         << R"(","cat":"release","ts":)" << fmt(us(r.at)) << R"(,"args":{)";
-      if (r.kind == K::kSoftwareFlag) {
-        o << R"("transfer":)" << r.group;
-      } else {
-        o << R"("region":)" << r.region << R"(,"expert":)" << regions[static_cast<std::size_t>(r.region)].expert;
-        if (r.kind == K::kDamGroup) o << R"(,"group":)" << r.group;
-      }
+      o << R"("region":)" << r.region << R"(,"expert":)" << regions[static_cast<std::size_t>(r.region)].expert;
+      if (r.kind != K::kAllReady) o << R"(,"group":)" << r.group;
       o << "}}";
     }
     // occupancy of this GPU's regions: the last value in each bin

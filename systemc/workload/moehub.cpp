@@ -13,8 +13,10 @@
 //                  to local experts take the same mapping (on_local_store).
 //   expert_gemm1   one thread-block group per (expert, row of output tiles):
 //                  released by the DAM's Ready signals (moehub, moehub-dep) or
-//                  by polling a flag the producers write once all their rows
-//                  are acknowledged (moehub-base, moehub-pkt)
+//                  by polling its own flag, which software raises per step
+//                  once the group's rows are in memory and counted (the
+//                  producers add each acknowledged row to its group's
+//                  counter: moehub-base, moehub-pkt; RowTransfers)
 //   swiglu, expert_gemm2
 //   combine        (stream 1, from GEMM2's start) each expert result goes home
 //                  with a plain st to the slot its source column names, ready

@@ -119,14 +119,18 @@ struct ScheduleOptions {
   /// ring-expert / ring-token: bytes per element of the accumulators that travel the
   /// ring one hop behind the partitions (output and input-gradient accumulators) and
   /// of the expert-weight gradient partitions, as moehub::plan::MoeProblem's
-  /// accum_bytes and grad_bytes (whose defaults these are: fp32 accumulators, bf16
-  /// gradient partitions as in RelayMoE Table 2). Each in {1, 2, 4, 8}.
-  int ring_accum_bytes = plan::MoeProblem{}.accum_bytes;
-  int ring_grad_bytes = plan::MoeProblem{}.grad_bytes;
+  /// accum_bytes and grad_bytes. Each in {1, 2, 4, 8}. Defaults: the GPU harness's
+  /// (moehub-gpu --ring-accum bf16, host/gpu/layer.hpp LayerConfig::ring_accum,
+  /// which ring_sim_settings records as 2 and 2), so that a simulated ring is the
+  /// ring moehub-gpu runs; RelayMoE Table 2's fp32 accumulators are
+  /// --set schedule.ring_accum_bytes=4.
+  int ring_accum_bytes = 2;
+  int ring_grad_bytes = 2;
   /// ring-expert / ring-token: rows per hop chunk, as moehub-gpu's --hop-chunk-rows
   /// (moe_plan's hop_chunks): 0 one chunk per hop (whole hops, as RelayMoE describes
-  /// the hop), -1 one chunk per expert (moehub-gpu's default), N > 0 at most N rows.
-  std::int64_t ring_chunk_rows = 0;
+  /// the hop), -1 one chunk per local expert, N > 0 at most N rows. Default -1, the
+  /// harness's (LayerConfig::hop_chunk_rows).
+  std::int64_t ring_chunk_rows = -1;
   /// Polling loops of kernels whose groups wait for a flag.
   PollParams poll;
   /// moehub*: rows a rowspMalloc region holds (0: every token of the job,
@@ -267,6 +271,16 @@ struct AllToAll {
   std::vector<std::int32_t> expected_dst;
 };
 
+/// The (token, expert) pairs a schedule with a fixed capacity per expert
+/// (tutel) leaves out: a pair beyond its expert's capacity on its token's GPU
+/// is dropped (not sent, not computed; its result is zero), so such a
+/// schedule does less work than the routing asks for when the load is uneven.
+struct CapacityDrops {
+  bool limited = false;        ///< the schedule has a capacity per expert
+  double capacity_factor = 0;  ///< its factor (limited only)
+  std::int64_t dropped = 0;    ///< (token, expert) pairs of the routing beyond capacity
+};
+
 struct Schedule {
   std::string name;
   std::vector<std::vector<Op>> ops;  ///< per GPU
@@ -274,6 +288,7 @@ struct Schedule {
   std::vector<RowTransfer> row_transfers;
   std::vector<RowRegion> regions;
   HubUse hub;
+  CapacityDrops capacity;  ///< every pair is computed unless capacity.limited
 };
 
 /// Megatron-Core's non-overlapped expert parallelism (routing, permute, count

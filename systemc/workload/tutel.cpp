@@ -10,7 +10,10 @@
 // algorithm: inside one NVSwitch node the linear (direct) all-to-all, which
 // Tutel's adaptive choice takes there; its 2D-hierarchical algorithm pays off
 // across nodes only. The padding is real traffic and real GEMM rows; its zero
-// fill and Tutel's encode/decode kernels are explicit memory ops.
+// fill and Tutel's encode/decode kernels are explicit memory ops. The pairs
+// beyond an expert's capacity on their token's GPU are dropped (Tutel drops
+// them); the schedule counts them (Schedule::capacity), since at an uneven load
+// it then computes fewer pairs than the routing asks for.
 #include <algorithm>
 #include <cmath>
 
@@ -57,6 +60,15 @@ Schedule build_tutel(const ModelConfig& m, const Routing& r, const ExpertPlaceme
   const int C = tutel_pipeline_degree(m, r, p, opt.baseline);
   Schedule s;
   s.name = "tutel";
+  // pairs beyond capacity: per source GPU and expert, the pairs over its slots
+  s.capacity.limited = true;
+  s.capacity.capacity_factor = opt.baseline.tutel_capacity_factor;
+  for (std::size_t src = 0; src < GS; ++src) {
+    const auto cap = capacity(m, r.tokens_per_gpu[src], opt.baseline.tutel_capacity_factor);
+    std::vector<std::int64_t> count(static_cast<std::size_t>(m.num_experts), 0);
+    for (const auto e : r.expert_ids[src]) ++count[static_cast<std::size_t>(e)];
+    for (const auto n : count) s.capacity.dropped += std::max<std::int64_t>(0, n - cap);
+  }
   // rows[c][src][dst]: chunk c of the capacity slots GPU src fills for GPU dst's experts
   std::vector<std::vector<std::vector<std::int64_t>>> chunk_rows(
       static_cast<std::size_t>(C), std::vector<std::vector<std::int64_t>>(GS, std::vector<std::int64_t>(GS, 0)));

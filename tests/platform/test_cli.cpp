@@ -597,11 +597,43 @@ TEST(Cli, TooSmallRowspRegionExitsWithStatus2) {
   EXPECT_FALSE(fs::exists(d / "results.json")) << "partial output written";
 }
 
-TEST(Cli, MoeHubScheduleNeedsTheMoeHubImplementation) {
-  const fs::path d = temp_dir("hubimpl");
-  const Result r = run(kSmall + "--schedule moehub-base --out-dir " + d.string(), d);
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("hub.implementation"), std::string::npos) << r.err;
+TEST(Cli, MoeHubSchedulesSelectTheMoeHubUnitsUnlessOneIsNamed) {
+  // every system file says address-centric (the baselines' hub): a MoE-Hub
+  // schedule then runs on the MoE-Hub units, as with --hub-impl moehub
+  for (const std::string s : {"moehub", "moehub-base", "moehub-pkt", "moehub-dep"}) {
+    SCOPED_TRACE(s);
+    const fs::path a = temp_dir("hubsel"), b = temp_dir("hubnamed");
+    const std::string args = kSmall + "--no-timeline --schedule " + s + " --out-dir ";
+    const Result ra = run(args + a.string(), a);
+    ASSERT_EQ(ra.status, 0) << ra.err;
+    const Result rb = run(args + b.string() + " --hub-impl moehub", b);
+    ASSERT_EQ(rb.status, 0) << rb.err;
+    const auto j = nlohmann::json::parse(slurp(a / "results.json"));
+    EXPECT_EQ(j.at("hub_implementation"), "moehub");
+    EXPECT_TRUE(j.at("checks").at("passed").get<bool>());
+    EXPECT_EQ(without_host(a), without_host(b));
+  }
+  // the software baselines keep the file's hub
+  const fs::path m = temp_dir("hubmeg");
+  ASSERT_EQ(run(kSmall + "--no-timeline --out-dir " + m.string(), m).status, 0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(m / "results.json")).at("hub_implementation"), "address-centric");
+  // an implementation named on the command line is used, and the conventional
+  // hub cannot run a MoE-Hub schedule: refused, naming the option
+  const std::pair<std::string, std::string> refused[] = {
+      {"--schedule moehub-base --hub-impl address-centric", "key '--hub-impl': schedule 'moehub-base' runs on the "
+                                                            "MoE-Hub units: must be 'moehub' or 'rtl' (got "
+                                                            "'address-centric'"},
+      {"--schedule moehub --set system.hub.implementation=address-centric",
+       "key '--set system.hub.implementation': schedule 'moehub' runs on the MoE-Hub units"},
+  };
+  for (const auto& [args, message] : refused) {
+    SCOPED_TRACE(args);
+    const fs::path d = temp_dir("hubimpl");
+    const Result r = run(kSmall + args + " --out-dir " + d.string(), d);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d / "results.json"));
+  }
 }
 
 TEST(Cli, MoreRowspRegionsThanAptEntriesIsRejected) {

@@ -66,6 +66,36 @@ std::int64_t sum_groups(const std::vector<std::int64_t>& load, int tile_m) {
   return n;
 }
 
+/// Payload bytes the routing moves over the fabric: every (token, expert) pair
+/// whose expert lives on another GPU crosses it twice, its row to the expert
+/// (plus `dispatch_extra_bytes`: MoE-Hub's source column) and its result back.
+double routed_fabric_bytes(const ModelConfig& m, const Routing& r, int num_gpus, double dispatch_extra_bytes) {
+  const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, num_gpus);
+  const double row = static_cast<double>(m.hidden_size) * m.dtype_bytes;
+  double bytes = 0;
+  for (int g = 0; g < num_gpus; ++g) {
+    for (const auto e : r.expert_ids[static_cast<std::size_t>(g)]) {
+      if (p.owner[static_cast<std::size_t>(e)] != g) bytes += 2 * row + dispatch_extra_bytes;
+    }
+  }
+  return bytes;
+}
+
+/// The fabric payload of results.json: its totals and the per-port counters
+/// (GPU to switch, and switch to GPU) equal `expected`.
+void expect_fabric_payload(const nlohmann::ordered_json& results, double expected) {
+  ASSERT_GT(expected, 0.0);
+  const auto& t = results.at("totals");
+  EXPECT_DOUBLE_EQ(t.at("fabric_payload_bytes_sent").get<double>(), expected);
+  EXPECT_DOUBLE_EQ(t.at("fabric_payload_bytes_received").get<double>(), expected);
+  double up = 0, down = 0;
+  for (const auto& l : results.at("links")) {
+    (l.at("from").get<std::string>().rfind("gpu", 0) == 0 ? up : down) += l.at("payload_bytes").get<double>();
+  }
+  EXPECT_DOUBLE_EQ(up, expected);
+  EXPECT_DOUBLE_EQ(down, expected);
+}
+
 void expect_passed(const RunOutput& out) {
   ASSERT_FALSE(out.time_limit_exceeded) << out.time_limit_message;
   ASSERT_FALSE(out.fatal) << out.fatal_message;
@@ -102,6 +132,9 @@ TEST_P(Variant, SmallJobPassesTheSelfChecks) {
   }
   // the expert GEMM starts after the routing, and the window is reported for every GPU
   for (const auto& w : out.results.at("routing_to_gemm1").at("per_gpu_us")) EXPECT_GT(w.get<double>(), 0.0);
+  // the row stores' payload is counted: every remote pair's row and source column, and its result
+  expect_fabric_payload(out.results, routed_fabric_bytes(req.model, routing, req.system.num_gpus,
+                                                         ScheduleOptions{}.source_info_bytes));
 }
 
 // A job of fewer tokens than one GEMM tile: a region's DAM range covers whole
@@ -286,6 +319,42 @@ TEST(MoeHubSelfChecks, CatchARowWrittenAtAnotherRowsAddress) {
   ASSERT_FALSE(out.fatal) << out.fatal_message;
   EXPECT_FALSE(out.results.at("checks").at("passed").get<bool>());
   EXPECT_TRUE(has_error(out, "rows whose stores landed at more than one address")) << all_errors(out);
+}
+
+// moehub-base signals per step in software: a group of GEMM1 (an expert's row
+// of tiles) polls its own flag, raised once its rows are in memory and
+// counted, so GEMM1 starts while the dispatch still runs, as under the DAM;
+// one flag per layer would hold every group until all dispatches are done.
+TEST(MoeHubBase, Gemm1GroupsStartWhileTheDispatchRuns) {
+  RunRequest req = request("moehub-base", 8192);
+  req.system.sim.granularity = "row";
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const auto& win = out.results.at("routing_to_gemm1");
+  for (std::size_t g = 0; g < out.results.at("gpus").size(); ++g) {
+    double topk_start = -1, dispatch_end = -1;
+    for (const auto& ph : out.results.at("gpus")[g].at("phases")) {
+      if (ph.at("name") == "router_softmax_topk") topk_start = ph.at("start_us").get<double>();
+      if (ph.at("name") == "dispatch") dispatch_end = ph.at("end_us").get<double>();
+    }
+    ASSERT_GE(topk_start, 0.0);
+    ASSERT_GE(dispatch_end, 0.0);
+    EXPECT_LT(topk_start + win.at("per_gpu_us")[g].get<double>(), dispatch_end) << "GPU " << g;
+  }
+}
+
+// The software baselines' all-to-alls count the same payload: megatron sends
+// each remote pair's gate probability (fp32) beside its row, and every GPU
+// sends its int64 count per expert to every peer before the dispatch.
+TEST(FabricPayload, MegatronCountsEveryRemotePairTwice) {
+  RunRequest req = request("megatron", 512);
+  req.system.hub.implementation = "address-centric";
+  const Routing routing = generate_routing(req.model, req.workload, req.system.num_gpus);
+  const RunOutput out = simulate(req);
+  expect_passed(out);
+  const int G = req.system.num_gpus;
+  const double count_exchange = static_cast<double>(G) * (G - 1) * req.model.num_experts * 8;
+  expect_fabric_payload(out.results, routed_fabric_bytes(req.model, routing, G, 4) + count_exchange);
 }
 
 TEST(MoeHubStress, ScheduleNeedsTheMoeHubImplementation) {

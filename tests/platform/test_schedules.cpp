@@ -232,10 +232,14 @@ TEST(Schedules, MoeHubStoresEveryPairOnceEachWay) {
 }
 
 // Over one pass, a ring computes every token-expert pair exactly once, and its
-// transfers follow the ring with the hop structure of ring.cpp.
-void check_ring(bool token_routing) {
+// transfers follow the ring with the hop structure of ring.cpp; `chunk_rows`
+// as ScheduleOptions::ring_chunk_rows (-1, the default: one chunk per local
+// expert; 0: whole hops).
+void check_ring(bool token_routing, std::int64_t chunk_rows) {
   const Workload s = make("qwen1.5-moe-a2.7b", 999, 4, 0.02);  // 60 experts on 4 GPUs, uneven tokens
-  const Schedule r = build_ring(s.model, s.routing, s.placement, {}, token_routing);
+  ScheduleOptions opt;
+  opt.ring_chunk_rows = chunk_rows;
+  const Schedule r = build_ring(s.model, s.routing, s.placement, opt, token_routing);
   // the counts exchange, then the transfers: forward N-1 (+1 trailing accumulators, token
   // routing: N+1), backward N+1
   ASSERT_EQ(r.collectives.size(), token_routing ? 11u : 9u);
@@ -267,8 +271,9 @@ void check_ring(bool token_routing) {
         if (g1 && op.name.rfind("fwd", 0) == 0) fwd_rows += gs.m;
         if (g1 && op.name.rfind("bwd", 0) == 0) bwd_rows += gs.m;
       }
-      // a hop's first kernel after hop 0 waits for a transfer
-      if (op.name.find("gather") != std::string::npos && op.name.find("hop 0 ") == std::string::npos) {
+      // a hop's first kernel after hop 0 (of its first chunk) waits for a transfer
+      const bool first_chunk = op.name.find(" chunk ") == std::string::npos || op.name.find(" chunk 0 ") != std::string::npos;
+      if (op.name.find("gather") != std::string::npos && op.name.find("hop 0 ") == std::string::npos && first_chunk) {
         ASSERT_EQ(op.after.size(), 1u) << op.name;
         EXPECT_EQ(ops[static_cast<std::size_t>(op.after[0])].kind, OpKind::kAllToAll);
       }
@@ -278,8 +283,14 @@ void check_ring(bool token_routing) {
   EXPECT_EQ(bwd_rows, 999 * s.model.top_k);
 }
 
-TEST(Schedules, RingExpertComputesEveryPairOnce) { check_ring(false); }
-TEST(Schedules, RingTokenComputesEveryPairOnce) { check_ring(true); }
+TEST(Schedules, RingExpertComputesEveryPairOnce) {
+  check_ring(false, ScheduleOptions{}.ring_chunk_rows);
+  check_ring(false, 0);
+}
+TEST(Schedules, RingTokenComputesEveryPairOnce) {
+  check_ring(true, ScheduleOptions{}.ring_chunk_rows);
+  check_ring(true, 0);
+}
 
 // Bytes GPU g sends to its ring successor in each transfer of a pass, by hop
 // (absent hops: no transfer); the transfers move whole rows.
@@ -324,7 +335,9 @@ TEST(Schedules, RingHopBytesAreMoePlanVolumesForTheDefaultJob) {
   const int n = sys.num_gpus;
   const Routing r = generate_routing(m, w, n);
   const ExpertPlacement p = ExpertPlacement::contiguous(m.num_experts, n);
-  plan::MoeProblem q;  // moe_plan's defaults for the accumulator types
+  plan::MoeProblem q;
+  q.accum_bytes = ScheduleOptions{}.ring_accum_bytes;  // the simulator's element sizes (the GPU harness's)
+  q.grad_bytes = ScheduleOptions{}.ring_grad_bytes;
   q.tokens_per_rank = w.tokens / n;
   q.hidden = m.hidden_size;
   q.ffn = m.expert_ffn_size;
@@ -389,6 +402,8 @@ TEST(Schedules, RingHopBytesAreMoePlanVolumesForUnevenRouting) {
   // problem with one local expert) times the partition's experts
   const auto problem = [&](std::int64_t t, int experts_per_rank) {
     plan::MoeProblem q;
+    q.accum_bytes = ScheduleOptions{}.ring_accum_bytes;
+    q.grad_bytes = ScheduleOptions{}.ring_grad_bytes;
     q.tokens_per_rank = t;
     q.hidden = m.hidden_size;
     q.ffn = m.expert_ffn_size;

@@ -147,8 +147,14 @@ TEST(Timeline, PollingVariantShowsItsFlagReleases) {
   ASSERT_FALSE(out.fatal) << out.fatal_message;
   Parsed p = parse(out);
   expect_windows(p, out.results);
-  // one dispatch, so one flag release per GPU; no DAM, no packet manager
-  EXPECT_EQ(p.instants["flag release"], out.results.at("num_gpus").get<int>());
+  // software signalling per step: one flag release per group of GEMM1 (an
+  // expert's row of tiles, gpu.gemm_tile_m rows); no DAM, no packet manager
+  const RunRequest req = request("moehub-base", true);
+  const Routing routing = generate_routing(req.model, req.workload, req.system.num_gpus);
+  int groups = 0;
+  for (const auto rows : routing.expert_load()) groups += static_cast<int>((rows + 127) / 128);
+  ASSERT_EQ(req.system.gpu.gemm_tile_m, 128) << "test setup";
+  EXPECT_EQ(p.instants["flag release"], groups);
   EXPECT_EQ(p.instants.count("DAM ready"), 0u);
   EXPECT_EQ(samples(p, 0, "RPM stores and packets"), 0);
   EXPECT_GT(samples(p, 0, "RAT lookups"), 0);

@@ -202,6 +202,57 @@ TEST(Baselines, TutelHasStaticShapesAndAdaptiveChunks) {
   EXPECT_EQ(sent, 4096 * 2);  // 4096 tokens x top-2, capacity factor 1
 }
 
+/// 8 GPUs of `tokens` tokens each, token t routed to experts pick(t) (top-2).
+template <typename Pick>
+Routing routing_of(const ModelConfig& m, std::int64_t tokens, Pick pick) {
+  Routing r;
+  r.num_gpus = 8;
+  r.num_experts = m.num_experts;
+  r.top_k = 2;
+  for (int g = 0; g < 8; ++g) {
+    r.tokens_per_gpu.push_back(tokens);
+    std::vector<std::int32_t> ids;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      const auto [a, b] = pick(t);
+      ids.push_back(a);
+      ids.push_back(b);
+    }
+    r.expert_ids.push_back(ids);
+    r.gate_weights.emplace_back(ids.size(), 0.5f);
+  }
+  return r;
+}
+
+// Tutel drops the pairs beyond an expert's capacity on their token's GPU
+// (capacity factor x k x T / E slots): it computes fewer pairs than the
+// routing asks for when the load is uneven, and the schedule counts them.
+TEST(Baselines, TutelCountsThePairsBeyondCapacity) {
+  const Workload w = make("mixtral-8x7b", 512, 8);
+  const ExpertPlacement& p = w.placement;
+  ScheduleOptions opt;
+  // 64 tokens per GPU, top-2 over 8 experts: 16 slots per expert and GPU
+  const Routing even = routing_of(w.model, 64, [](std::int64_t t) {
+    return std::pair<int, int>{static_cast<int>(t % 8), static_cast<int>((t + 1) % 8)};
+  });
+  const Routing skewed = routing_of(w.model, 64, [](std::int64_t) { return std::pair<int, int>{0, 1}; });
+  const Schedule se = build_tutel(w.model, even, p, opt);
+  EXPECT_TRUE(se.capacity.limited);
+  EXPECT_DOUBLE_EQ(se.capacity.capacity_factor, 1.0);
+  EXPECT_EQ(se.capacity.dropped, 0);
+  // experts 0 and 1 get 64 pairs from each GPU, 48 over their 16 slots
+  EXPECT_EQ(build_tutel(w.model, skewed, p, opt).capacity.dropped, 8 * 2 * 48);
+  opt.baseline.tutel_capacity_factor = 4.0;  // 64 slots: nothing dropped
+  EXPECT_EQ(build_tutel(w.model, skewed, p, opt).capacity.dropped, 0);
+  opt.baseline.tutel_capacity_factor = 2.0;  // 32 slots
+  EXPECT_EQ(build_tutel(w.model, skewed, p, opt).capacity.dropped, 8 * 2 * 32);
+  // the other schedules compute every pair
+  for (const char* name : {"megatron", "fastermoe", "comet", "ccfuser", "moehub", "ideal"}) {
+    const Schedule s = build_schedule(name, w.model, skewed, p, ScheduleOptions{});
+    EXPECT_FALSE(s.capacity.limited) << name;
+    EXPECT_EQ(s.capacity.dropped, 0) << name;
+  }
+}
+
 void check_fused(const Schedule& sch, int comm_sms, ReleaseKind release) {
   for (const auto& ops : sch.ops) {
     const int g1 = index_of(ops, "expert_gemm1");
@@ -321,6 +372,28 @@ TEST_P(BaselineRun, PassesSelfChecksAndOverlaps) {
     if (name.rfind("dispatch", 0) == 0) last_dispatch = std::max(last_dispatch, p["end_us"].get<double>());
   }
   EXPECT_LT(first_gemm, last_dispatch);
+  // the results report the pairs beyond capacity (tutel) or none dropped;
+  // counted here from the routing: per GPU and expert, pairs over ceil(k x T / E)
+  const Routing routing = generate_routing(req.model, req.workload, req.system.num_gpus);
+  std::int64_t pairs = 0, beyond = 0;
+  for (int g = 0; g < routing.num_gpus; ++g) {
+    const auto& ids = routing.expert_ids[static_cast<std::size_t>(g)];
+    const auto slots = (routing.top_k * routing.tokens_per_gpu[static_cast<std::size_t>(g)] + req.model.num_experts - 1) /
+                       req.model.num_experts;
+    std::vector<std::int64_t> count(static_cast<std::size_t>(req.model.num_experts), 0);
+    for (const auto e : ids) ++count[static_cast<std::size_t>(e)];
+    for (const auto n : count) beyond += std::max<std::int64_t>(0, n - slots);
+    pairs += static_cast<std::int64_t>(ids.size());
+  }
+  const bool tutel = GetParam() == "tutel";
+  EXPECT_EQ(out.results["token_expert_pairs"].get<std::int64_t>(), pairs);
+  EXPECT_EQ(out.results["dropped_token_expert_pairs"].get<std::int64_t>(), tutel ? beyond : 0);
+  EXPECT_DOUBLE_EQ(out.results["dropped_pair_fraction"].get<double>(),
+                   tutel ? static_cast<double>(beyond) / static_cast<double>(pairs) : 0.0);
+  EXPECT_EQ(out.results.contains("capacity_factor"), tutel);
+  if (tutel) {
+    EXPECT_GT(beyond, 0);  // a generated routing is never exactly even
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, BaselineRun, testing::Values("fastermoe", "tutel", "comet", "ccfuser"),

@@ -19,14 +19,27 @@ ConfigError error_of(ScheduleOptions& o, const std::string& key, const std::stri
   return ConfigError("", "", "");
 }
 
+// The ring's defaults are the GPU harness's, so that a simulated ring is the
+// ring moehub-gpu runs by default: moehub-gpu --ring-accum bf16 --hop-chunk-rows -1
+// (host/gpu/layer.hpp, LayerConfig), which ring_sim_settings writes as these keys
+// (GpuTrace.RingSettingsAreTheSimulatorsScheduleKeys in tests/gpu checks that side:
+// ring_accum_bytes 2, ring_grad_bytes 2, ring_chunk_rows -1). The harness is built
+// only with CUDA, so its defaults are not reachable from this test.
+TEST(ScheduleOptions, RingDefaultsAreTheGpuHarnesss) {
+  const ScheduleOptions o;
+  EXPECT_EQ(o.ring_accum_bytes, 2);
+  EXPECT_EQ(o.ring_grad_bytes, 2);
+  EXPECT_EQ(o.ring_chunk_rows, -1);
+}
+
 TEST(ScheduleOptions, EveryKeySetsItsField) {
   ScheduleOptions o;
   set_schedule_option(o, "poll.poll_interval_ns", "250.5");
   set_schedule_option(o, "poll.poll_sm_ns", "20");
   set_schedule_option(o, "poll.poll_bytes", "64");
-  set_schedule_option(o, "ring_accum_bytes", "2");
+  set_schedule_option(o, "ring_accum_bytes", "4");
   set_schedule_option(o, "ring_grad_bytes", "4");
-  set_schedule_option(o, "ring_chunk_rows", "-1");
+  set_schedule_option(o, "ring_chunk_rows", "0");
   set_schedule_option(o, "source_info_bytes", "32");
   set_schedule_option(o, "baseline.tutel_pipeline_degree", "4");
   set_schedule_option(o, "baseline.tutel_min_rows_per_chunk", "512");
@@ -37,9 +50,9 @@ TEST(ScheduleOptions, EveryKeySetsItsField) {
   EXPECT_DOUBLE_EQ(o.poll.poll_interval_ns, 250.5);
   EXPECT_DOUBLE_EQ(o.poll.poll_sm_ns, 20);
   EXPECT_DOUBLE_EQ(o.poll.poll_bytes, 64);
-  EXPECT_EQ(o.ring_accum_bytes, 2);
+  EXPECT_EQ(o.ring_accum_bytes, 4);
   EXPECT_EQ(o.ring_grad_bytes, 4);
-  EXPECT_EQ(o.ring_chunk_rows, -1);
+  EXPECT_EQ(o.ring_chunk_rows, 0);
   EXPECT_EQ(o.source_info_bytes, 32);
   EXPECT_EQ(o.baseline.tutel_pipeline_degree, 4);
   EXPECT_EQ(o.baseline.tutel_min_rows_per_chunk, 512);
