@@ -1,6 +1,7 @@
 #include "fabric/nvswitch.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <stdexcept>
 #include <string>
 
@@ -169,7 +170,9 @@ void NvSwitch::arbitrate() {
       if (in_free_[i] > t) continue;
       std::deque<Waiting>* q = candidate(i, j);
       if (q == nullptr || q->front().ready > t) continue;
-      if (output_takes(j, q->front(), t) > t) break;  // the output is full: nobody crosses to it now
+      // the output's buffer or credits do not cover this packet now; a
+      // smaller one (a write response) may still fit
+      if (output_takes(j, q->front(), t) > t) continue;
       cross(i, j, *q, t);
       grant_next_[j] = (i + 1) % n_;
       break;
@@ -178,7 +181,9 @@ void NvSwitch::arbitrate() {
   first_output_ = (first_output_ + 1) % n_;
   if (queued_ == 0) return;
   // the next time a waiting packet may cross (an output whose credits are
-  // not known to be back wakes us through its credit listener)
+  // not known to be back wakes us through its credit listener). The matching
+  // is maximal: a packet whose input and output are free and that its output
+  // takes was granted, so every such time lies after t.
   Tick next = kTickMax;
   for (std::size_t i = 0; i < n_; ++i) {
     for (std::size_t j = 0; j < n_; ++j) {
@@ -186,6 +191,7 @@ void NvSwitch::arbitrate() {
       if (q == nullptr) continue;
       const Tick from = std::max({q->front().ready, in_free_[i], out_free_[j], t});
       const Tick at = output_takes(j, q->front(), from);
+      assert(at > t && "a packet that could cross now was not granted");
       if (at != kTickMax) next = std::min(next, std::max(at, t + 1));
     }
   }
