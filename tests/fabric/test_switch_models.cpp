@@ -22,6 +22,8 @@
 #include "common/tlm_block.hpp"
 #include "fabric/nvlink_port.hpp"
 #include "fabric/nvswitch.hpp"
+#include "platform/node.hpp"
+#include "../platform/sim_fixture.hpp"
 
 namespace moehub {
 namespace {
@@ -46,8 +48,8 @@ class Source : public TlmBlock {
  public:
   tlm::tlm_initiator_socket<> out{"out"};
   SC_HAS_PROCESS(Source);
-  Source(const sc_core::sc_module_name& n, int src, std::vector<int> dsts)
-      : TlmBlock(n), src_(src), dsts_(std::move(dsts)) {
+  Source(const sc_core::sc_module_name& n, int src, std::vector<int> dsts, bool responses = false, Tick start = 0)
+      : TlmBlock(n), src_(src), dsts_(std::move(dsts)), responses_(responses), start_(start) {
     out.bind(*this);
     SC_THREAD(run);
   }
@@ -61,18 +63,19 @@ class Source : public TlmBlock {
 
  private:
   void run() {
+    if (start_) sc_core::wait(to_sc(start_));
     for (std::size_t i = 0; i < dsts_.size(); ++i) {
       MoePayload* gp = pool.allocate();
       MoePacketExt& ext = *gp->ext();
-      ext.kind = PacketKind::kWrite;
-      ext.flits = 9;
+      ext.kind = responses_ ? PacketKind::kResponse : PacketKind::kWrite;
+      ext.flits = responses_ ? 1 : 9;
       ext.src_gpu = src_;
       ext.dst_gpu = dsts_[i];
-      ext.store.bytes = 128;
+      ext.store.bytes = responses_ ? 0 : 128;
       ext.store.row_id = static_cast<std::int64_t>(i);
       ext.ready = now_ticks();
       gp->set_command(tlm::TLM_WRITE_COMMAND);
-      gp->set_data_length(128);
+      gp->set_data_length(ext.store.bytes);
       tlm::tlm_phase ph = tlm::BEGIN_REQ;
       sc_core::sc_time d = sc_core::SC_ZERO_TIME;
       out->nb_transport_fw(*gp, ph, d);
@@ -80,18 +83,29 @@ class Source : public TlmBlock {
   }
   int src_;
   std::vector<int> dsts_;
+  bool responses_;
+  Tick start_;
 };
 
-/// Records arrivals (source, row) and frees each packet's buffer on arrival.
+/// Records arrivals (source, row) and frees each packet's buffer on arrival,
+/// or, with `release_at` != 0, keeps everything until then (a stalled GPU).
 class Sink : public TlmBlock {
  public:
   tlm::tlm_target_socket<> in{"in"};
-  explicit Sink(const sc_core::sc_module_name& n) : TlmBlock(n) { in.bind(*this); }
+  SC_HAS_PROCESS(Sink);
+  explicit Sink(const sc_core::sc_module_name& n, Tick release_at = 0) : TlmBlock(n), release_at_(release_at) {
+    in.bind(*this);
+    if (release_at_) SC_THREAD(release_later);
+  }
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& delay) override {
     const Tick at = now_ticks() + to_ticks(delay);
     arrivals.push_back(at);
     src.push_back(moe_ext(gp).src_gpu);
     row.push_back(moe_ext(gp).store.row_id);
+    if (release_at_ && at < release_at_) {
+      held_.push_back(&gp);
+      return tlm::TLM_ACCEPTED;
+    }
     tlm::tlm_phase ph = tlm::END_REQ;
     sc_core::sc_time d = to_sc(at - now_ticks());
     in->nb_transport_bw(gp, ph, d);
@@ -101,6 +115,19 @@ class Sink : public TlmBlock {
   std::vector<Tick> arrivals;
   std::vector<int> src;
   std::vector<std::int64_t> row;
+
+ private:
+  void release_later() {
+    sc_core::wait(to_sc(release_at_));
+    for (auto* gp : held_) {
+      tlm::tlm_phase ph = tlm::END_REQ;
+      sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+      in->nb_transport_bw(*gp, ph, d);
+    }
+    held_.clear();
+  }
+  Tick release_at_;
+  std::vector<tlm::tlm_generic_payload*> held_;
 };
 
 /// n sources -> GPU-to-switch ports -> one switch -> switch-to-GPU ports -> n sinks.
@@ -110,7 +137,11 @@ struct Bench {
   std::unique_ptr<NvSwitch> sw;
   std::vector<std::unique_ptr<Sink>> sinks;
 
-  Bench(const std::vector<std::vector<int>>& traffic, SwitchMicroarchitecture arch, double speedup, int credits) {
+  /// `responses`: which sources send one-flit write responses instead of data,
+  /// starting at `starts` (default 0); `out_credits` (0: `credits`) and
+  /// `hold_until` for the output ports and sinks.
+  Bench(const std::vector<std::vector<int>>& traffic, SwitchMicroarchitecture arch, double speedup, int credits,
+        std::vector<bool> responses = {}, int out_credits = 0, Tick hold_until = 0, std::vector<Tick> starts = {}) {
     const int n = static_cast<int>(traffic.size());
     NvlinkConfig link;
     link.flit_bytes = 16;
@@ -125,10 +156,15 @@ struct Bench {
     sw = std::make_unique<NvSwitch>("sw", n, cfg, kLatency, kLatency);
     for (int g = 0; g < n; ++g) {
       const std::string s = std::to_string(g);
-      sources.push_back(std::make_unique<Source>(("src" + s).c_str(), g, traffic[static_cast<std::size_t>(g)]));
+      const auto gi = static_cast<std::size_t>(g);
+      sources.push_back(std::make_unique<Source>(("src" + s).c_str(), g, traffic[gi],
+                                                 gi < responses.size() && responses[gi],
+                                                 gi < starts.size() ? starts[gi] : 0));
       up.push_back(std::make_unique<NvlinkPort>(("up" + s).c_str(), link, kLinkGbps));
-      down.push_back(std::make_unique<NvlinkPort>(("down" + s).c_str(), link, kLinkGbps));
-      sinks.push_back(std::make_unique<Sink>(("sink" + s).c_str()));
+      NvlinkConfig out_link = link;
+      if (out_credits > 0) out_link.credits_flits = out_credits;
+      down.push_back(std::make_unique<NvlinkPort>(("down" + s).c_str(), out_link, kLinkGbps));
+      sinks.push_back(std::make_unique<Sink>(("sink" + s).c_str(), hold_until));
       sources.back()->out.bind(up.back()->in);
       up.back()->out.bind(sw->in[static_cast<std::size_t>(g)]);
       sw->out[static_cast<std::size_t>(g)].bind(down.back()->in);
@@ -204,6 +240,42 @@ TEST(SwitchModels, InternalSpeedupTwoRemovesMostHeadOfLineBlocking) {
   EXPECT_LE(free_output_delay(SwitchMicroarchitecture::kInputQueued, 2.0), kPacket);
 }
 
+/// Output 3's GPU keeps what it receives until 5 us and has credits for 20
+/// flits: the data packets of inputs 0 and 1 take 18, so input 2's data
+/// packet does not fit, but input 3's one-flit write response does (sent
+/// after the data have crossed). After granting inputs 0 and 1 the output
+/// looks at input 2 first: the response must not wait behind it (it crosses
+/// when it arrives), and the arbitration must not wake again and again.
+void response_passes_data_that_does_not_fit(SwitchMicroarchitecture arch) {
+  Bench b({{3}, {3}, {3}, {3}}, arch, 1.0, 2048, {false, false, false, true}, 20, 5000000, {0, 0, 0, 3 * kPacket});
+  sc_core::sc_start();
+  EXPECT_EQ(b.delivered(), 4u);
+  EXPECT_EQ(b.sw->queued(), 0u);
+  const Sink& s3 = *b.sinks[3];
+  ASSERT_EQ(s3.arrivals.size(), 4u);
+  // the response (from input 3) arrives before the GPU frees anything, and
+  // the data of input 2 only after
+  Tick response = kTickMax, blocked = kTickMax;
+  for (std::size_t k = 0; k < 4; ++k) {
+    if (s3.src[k] == 3) response = s3.arrivals[k];
+    if (s3.src[k] == 2) blocked = s3.arrivals[k];
+  }
+  EXPECT_LT(response, 2 * kLatency + 5 * kPacket);
+  EXPECT_GT(blocked, 5000000u);
+  EXPECT_LE(b.sw->arbitrations(), 20u);
+  ::testing::Test::RecordProperty("arbitrations", std::to_string(b.sw->arbitrations()));
+}
+
+TEST(SwitchModels, InputQueuedResponsePassesDataThatDoesNotFit) {
+  if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
+  response_passes_data_that_does_not_fit(SwitchMicroarchitecture::kInputQueued);
+}
+
+TEST(SwitchModels, VoqResponsePassesDataThatDoesNotFit) {
+  if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
+  response_passes_data_that_does_not_fit(SwitchMicroarchitecture::kVoq);
+}
+
 /// Inputs 0 and 1 each send 400 packets to output 2: more than their input
 /// buffers (2048 flits, 227 packets) hold. The hot output takes one packet of
 /// each input every two packet times, so once input 0's buffer is full its
@@ -239,6 +311,35 @@ TEST(SwitchModels, VoqBackPressureStopsTheSender) {
   if (!first_run()) GTEST_SKIP() << "one simulation per process: run through ctest";
   back_pressure(SwitchMicroarchitecture::kVoq);
 }
+
+/// A uniform all-to-all of 8 KiB rows (320 KiB to each peer) on the shipped
+/// node with its switches set to `arch`: every row arrives (the node's
+/// self-checks), no packet stays in a switch, and the arbitration wakes a few
+/// times per packet (an arrival, a crossbar port free, credits back), not once
+/// per picosecond.
+void node_all_to_all(SwitchMicroarchitecture arch, double speedup) {
+  SystemConfig sys = test::default_system();
+  sys.nvswitch.microarchitecture = arch;
+  sys.nvswitch.internal_speedup = speedup;
+  auto node = test::run_node(sys, test::single_all_to_all(test::uniform_rows(sys.num_gpus, 40), 8192, 24));
+  if (!node) GTEST_SKIP() << "one simulation per process: run through ctest";
+  EXPECT_TRUE(node->verify().empty());
+  std::uint64_t packets = 0, wakes = 0;
+  for (int p = 0; p < node->planes(); ++p) {
+    EXPECT_EQ(node->nvswitch(p).queued(), 0u) << p;
+    packets += node->nvswitch(p).packets();
+    wakes += node->nvswitch(p).arbitrations();
+  }
+  EXPECT_GT(packets, 0u);
+  EXPECT_LE(wakes, 2 * packets);
+  ::testing::Test::RecordProperty("wakes_per_packet", std::to_string(static_cast<double>(wakes) / static_cast<double>(packets)));
+}
+
+TEST(SwitchModels, NodeAllToAllInputQueued) { node_all_to_all(SwitchMicroarchitecture::kInputQueued, 1.0); }
+TEST(SwitchModels, NodeAllToAllInputQueuedSpeedupTwo) {
+  node_all_to_all(SwitchMicroarchitecture::kInputQueued, 2.0);
+}
+TEST(SwitchModels, NodeAllToAllVoq) { node_all_to_all(SwitchMicroarchitecture::kVoq, 1.0); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
