@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages that moehub's build and tests need, and only
 # those that are missing. Safe to run again. The CUDA toolkit is optional: when
 # nvcc is present the kernels and moehub-gpu are built too.
-#   scripts/install-deps.sh [coverage]   # coverage: also gcovr, for scripts/coverage.sh
+#   scripts/install-deps.sh [coverage] [booksim]   # coverage: also gcovr, for scripts/coverage.sh;
+#                                                  # booksim: flex and bison, to build BookSim2 (switch-models.md)
 set -euo pipefail
 
 PACKAGES=(
@@ -28,7 +29,8 @@ PACKAGES=(
 for extra in "$@"; do
   case "$extra" in
     coverage) PACKAGES+=(gcovr) ;;  # 5.2: reads the gcov counters of the coverage preset
-    *) echo "install-deps: unknown package group '$extra' (known: coverage)" >&2; exit 2 ;;
+    booksim) PACKAGES+=(flex bison) ;;  # to build BookSim2 beside the tree for docs/results/switch-models.md
+    *) echo "install-deps: unknown package group '$extra' (known: coverage, booksim)" >&2; exit 2 ;;
   esac
 done
 

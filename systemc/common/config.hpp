@@ -61,10 +61,25 @@ struct NvlinkConfig {
   std::string response_channel = "shared";
 };
 
+/// How a switch chip queues packets between its inputs and outputs
+/// (docs/ARCHITECTURE.md, "The NVLink fabric"; docs/results/switch-models.md).
+enum class SwitchMicroarchitecture {
+  kOutputQueued,  ///< "output-queued": a packet reaches its output's queue on arrival (ideal crossbar)
+  kInputQueued,   ///< "input-queued": one FIFO per input; its head blocks what is behind it
+  kVoq,           ///< "voq": per input one queue per output (virtual output queues)
+};
+
 struct NvswitchConfig {
   int num_switches = 4;            ///< switch chips; each GPU has one port on each, >= 1
   double crossing_latency_ns = 0;  ///< extra latency inside a switch chip, >= 0
+  SwitchMicroarchitecture microarchitecture = SwitchMicroarchitecture::kOutputQueued;
+  /// crossbar rate over the input link rate (input-queued, voq; unused by
+  /// output-queued, whose crossbar is ideal), in [1, 64]
+  double internal_speedup = 1.0;
 };
+
+/// The config name of a switch microarchitecture ("output-queued", ...).
+const char* to_string(SwitchMicroarchitecture m);
 
 struct HostConfig {
   double kernel_launch_us = 4;     ///< host-side cost of one kernel launch, >= 0

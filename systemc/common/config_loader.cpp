@@ -152,6 +152,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
+const char* to_string(SwitchMicroarchitecture m) {
+  switch (m) {
+    case SwitchMicroarchitecture::kInputQueued: return "input-queued";
+    case SwitchMicroarchitecture::kVoq: return "voq";
+    case SwitchMicroarchitecture::kOutputQueued: break;
+  }
+  return "output-queued";
+}
+
 // ---------------------------------------------------------------------------
 // ConfigError
 
@@ -472,6 +481,11 @@ void read_nvlink(StrictMap m, NvlinkConfig& n) {
 void read_nvswitch(StrictMap m, NvswitchConfig& s) {
   s.num_switches = int_key(m, "num_switches");
   s.crossing_latency_ns = number_key(m, "crossing_latency_ns");
+  const std::string arch = m.get_enum("microarchitecture", {"output-queued", "input-queued", "voq"});
+  s.microarchitecture = arch == "voq"            ? SwitchMicroarchitecture::kVoq
+                        : arch == "input-queued" ? SwitchMicroarchitecture::kInputQueued
+                                                 : SwitchMicroarchitecture::kOutputQueued;
+  s.internal_speedup = number_key(m, "internal_speedup");
   m.finish();
 }
 

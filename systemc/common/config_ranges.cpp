@@ -55,6 +55,7 @@ constexpr KeyRange kTable[] = {
      ">= `header_flits + max_payload_bytes / flit_bytes` (one maximum packet)"},
     {S, "nvswitch.num_switches", kInt, 1, kIn, 64, kIn, ""},
     {S, "nvswitch.crossing_latency_ns", kNum, 0, kIn, kMaxNs, kIn, ""},
+    {S, "nvswitch.internal_speedup", kNum, 1, kIn, 64, kIn, ""},
     {S, "host.kernel_launch_us", kNum, 0, kIn, kMaxUs, kIn, ""},
     {S, "host.stream_sync_us", kNum, 0, kIn, kMaxUs, kIn, ""},
     {S, "host.collective_setup_us", kNum, 0, kIn, kMaxUs, kIn, ""},

@@ -69,6 +69,7 @@ class NvlinkPort : public TlmBlock, public EgressPort {
   /// responses have a channel of their own).
   bool takes_credits(PacketKind kind) const { return !(responses_own_ && kind == PacketKind::kResponse); }
   bool responses_own_channel() const { return responses_own_; }
+  const NvlinkConfig& config() const { return cfg_; }
 
   /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
   /// this port, from bandwidth and the credits known to be back; kTickMax if

@@ -137,6 +137,7 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& sys, const M
       hubs_[static_cast<std::size_t>(g)]->hub2nvl[static_cast<std::size_t>(p)].bind(up.in);
       up.out.bind(switches_[static_cast<std::size_t>(p)]->in[static_cast<std::size_t>(g)]);
       switches_[static_cast<std::size_t>(p)]->out[static_cast<std::size_t>(g)].bind(down.in);
+      switches_[static_cast<std::size_t>(p)]->attach_output(g, &down);
       down.out.bind(hubs_[static_cast<std::size_t>(g)]->nvl2hub[static_cast<std::size_t>(p)]);
       egress.push_back(&up);
     }

@@ -506,6 +506,29 @@ TEST_F(ConfigFiles, BadEnumString) {
   EXPECT_EQ(load_system_config(write_yaml("row.yaml", doc)).sim.granularity, "row");
 }
 
+TEST_F(ConfigFiles, SwitchMicroarchitectureAndSpeedup) {
+  YAML::Node doc = system_doc();
+  EXPECT_EQ(load_system_config(write_yaml("oq.yaml", doc)).nvswitch.microarchitecture,
+            SwitchMicroarchitecture::kOutputQueued);
+  doc["nvswitch"]["microarchitecture"] = "crossbar";
+  EXPECT_EQ(system_error(write_yaml("arch.yaml", doc), "nvswitch.microarchitecture").message(),
+            "must be one of output-queued, input-queued, voq (got 'crossbar')");
+  doc["nvswitch"]["microarchitecture"] = "voq";
+  doc["nvswitch"]["internal_speedup"] = 2;
+  const SystemConfig voq = load_system_config(write_yaml("voq.yaml", doc));
+  EXPECT_EQ(voq.nvswitch.microarchitecture, SwitchMicroarchitecture::kVoq);
+  EXPECT_EQ(voq.nvswitch.internal_speedup, 2.0);
+  doc["nvswitch"]["microarchitecture"] = "input-queued";
+  EXPECT_EQ(load_system_config(write_yaml("iq.yaml", doc)).nvswitch.microarchitecture,
+            SwitchMicroarchitecture::kInputQueued);
+  doc["nvswitch"]["internal_speedup"] = 0.5;
+  EXPECT_EQ(system_error(write_yaml("speedup.yaml", doc), "nvswitch.internal_speedup").message(),
+            "must be in [1, 64] (got 0.5)");
+  doc["nvswitch"]["internal_speedup"] = 65;
+  EXPECT_EQ(system_error(write_yaml("speedup.yaml", doc), "nvswitch.internal_speedup").message(),
+            "must be in [1, 64] (got 65)");
+}
+
 TEST_F(ConfigFiles, WrongTypes) {
   // a word where a number is expected
   YAML::Node doc = system_doc();

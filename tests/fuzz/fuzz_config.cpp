@@ -71,6 +71,7 @@ std::vector<std::pair<const char*, double>> fields(const moehub::SystemConfig& s
           {"nvlink.credits_flits", s.nvlink.credits_flits},
           {"nvswitch.num_switches", s.nvswitch.num_switches},
           {"nvswitch.crossing_latency_ns", s.nvswitch.crossing_latency_ns},
+          {"nvswitch.internal_speedup", s.nvswitch.internal_speedup},
           {"host.kernel_launch_us", s.host.kernel_launch_us},
           {"host.stream_sync_us", s.host.stream_sync_us},
           {"host.collective_setup_us", s.host.collective_setup_us},
