@@ -29,7 +29,6 @@ import time
 
 import repro_metrics
 import repro_spec
-import simrun
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PROG = "reproduce"
@@ -90,7 +89,7 @@ def run_argv(sim, point, runs, results, out_dir):
         argv += ["--set", s]
     for k in runs["vary"]:
         argv += ["--set", f"{k}={point[k]}"]
-    return argv + simrun.hub_args(point["schedule"])
+    return argv
 
 
 def plan(specs, size, sim, out):
