@@ -9,13 +9,13 @@ namespace moehub {
 
 NvlinkPort::NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg, double bw_gbps)
     : TlmBlock(name),
+      EgressPort(std::string(this->name()), bw_gbps, ns_to_ticks(cfg.gpu_switch_latency_ns),
+                 static_cast<std::uint32_t>(cfg.max_payload_bytes / cfg.flit_bytes + cfg.header_flits),
+                 static_cast<std::uint32_t>(cfg.credits_flits)),
       in("in"),
       out("out"),
       cfg_(cfg),
-      max_packet_flits_(static_cast<std::uint32_t>(cfg.max_payload_bytes / cfg.flit_bytes + cfg.header_flits)),
       latency_(ns_to_ticks(cfg.gpu_switch_latency_ns)),
-      server_(std::string(this->name()), bw_gbps, latency_),
-      credits_available_(static_cast<std::uint32_t>(cfg.credits_flits)),
       credits_total_(static_cast<std::uint32_t>(cfg.credits_flits)),
       responses_own_(cfg.response_channel == "own") {
   lanes_.resize(kLanes);

@@ -60,29 +60,11 @@ class NvlinkPort : public TlmBlock, public EgressPort {
 
   NvlinkPort(const sc_core::sc_module_name& name, const NvlinkConfig& cfg, double bw_gbps);
 
-  /// Credits a transaction of `flits` holds in the far buffer: a whole packet,
-  /// or, for a row-granularity transaction, one maximal packet (its packets
-  /// stream through the buffer one behind the other).
-  std::uint32_t credit_flits(std::uint32_t flits) const override { return std::min(flits, max_packet_flits_); }
-
   /// Whether a transaction of this kind takes credits (every one, unless
   /// responses have a channel of their own).
   bool takes_credits(PacketKind kind) const { return !(responses_own_ && kind == PacketKind::kResponse); }
   bool responses_own_channel() const { return responses_own_; }
   const NvlinkConfig& config() const { return cfg_; }
-
-  /// Earliest time a transaction of `flits` flits, ready at `t`, can start on
-  /// this port, from bandwidth and the credits known to be back; kTickMax if
-  /// the credits it needs are not known to come back yet. Changes nothing.
-  Tick earliest_start(Tick t, std::uint32_t flits) const override {
-    flits = credit_flits(flits);
-    const Tick start = server_.earliest_start(t);
-    if (credits_available_ >= flits) return start;  // the usual case: credits never ran short
-    // the time the credits are back, already known since the last change:
-    // start lies past every release the short path would make first
-    if (memo_valid_ && memo_flits_ == flits) return std::max(start, memo_time_);
-    return earliest_start_short(start, flits);
-  }
 
   /// Called with the time credits are back, whenever the far end reports a
   /// release (the sender behind this port may retry).
@@ -98,7 +80,7 @@ class NvlinkPort : public TlmBlock, public EgressPort {
                                      sc_core::sc_time& delay) override;
   void b_transport(tlm::tlm_generic_payload&, sc_core::sc_time&) override;
 
-  const BandwidthServer& server() const override { return server_; }
+  using EgressPort::server;
   BandwidthServer& server() { return server_; }
   std::uint64_t transactions() const { return transactions_; }
   /// NVLink packets (a row-granularity transaction counts all of its packets).
@@ -122,16 +104,14 @@ class NvlinkPort : public TlmBlock, public EgressPort {
     Tick arrival;
   };
   bool try_send(tlm::tlm_generic_payload& gp, Tick arrival);
-  Tick earliest_start_short(Tick start, std::uint32_t flits) const;
+  Tick earliest_start_short(Tick start, std::uint32_t flits) const override;
   /// When `flits` credits are known to be back (kTickMax: not known yet).
   Tick credits_back(std::uint32_t flits) const;
   /// Moves the returns due by `t` into credits_available_.
   void release_until(Tick t) const;
 
   NvlinkConfig cfg_;
-  std::uint32_t max_packet_flits_;
   Tick latency_;
-  BandwidthServer server_;
   /// Credits on their way back. Reports come out of time order (a switch
   /// input's packets leave by several outputs) but in time order per
   /// destination GPU (one output port starts its packets in order), so the
@@ -154,16 +134,11 @@ class NvlinkPort : public TlmBlock, public EgressPort {
   [[gnu::noinline]] void send_waiting();
   mutable std::uint64_t nonempty_ = 0;      ///< bit i: lane i holds returns
   mutable Tick earliest_return_ = kTickMax;  ///< the earliest time among the returns
-  mutable std::uint32_t credits_available_;
   std::uint32_t credits_total_;
   mutable std::uint32_t returning_flits_ = 0;
   /// Returns due by this time may be released: the start of the last
   /// transaction (every later start is no earlier).
   Tick released_to_ = 0;
-  /// The last answer of credits_back (valid until credits are taken or reported).
-  mutable bool memo_valid_ = false;
-  mutable std::uint32_t memo_flits_ = 0;
-  mutable Tick memo_time_ = 0;
   std::deque<Waiting> waiting_;
   std::function<void(Tick)> listener_;
   bool release_reports_ = true;
