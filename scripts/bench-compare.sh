@@ -26,23 +26,9 @@ cd "$(dirname "$0")/.."
 old_rev="${1:?usage: scripts/bench-compare.sh OLD_REV [REPS]}"
 reps="${2:-3}"
 old_sha="$(git rev-parse --short "$old_rev")"
-old_src="build/bench-old/$old_sha/src"
-old_bin="build/bench-old/$old_sha/build/host/sim/moehub-sim"
-if [ ! -x "$old_bin" ]; then
-  rm -rf "$old_src"
-  mkdir -p "$old_src"
-  git archive "$old_sha" | tar -x -C "$old_src"
-  cmake -S "$old_src" -B "build/bench-old/$old_sha/build" -DCMAKE_BUILD_TYPE=Release -DMOEHUB_CUDA=OFF >/dev/null
-  cmake --build "build/bench-old/$old_sha/build" -j "$(nproc)" --target moehub-sim >/dev/null
-fi
-if [ -n "${BENCH_BUILD_DIR:-}" ]; then
-  cmake --build "$BENCH_BUILD_DIR" -j "$(nproc)" --target moehub-sim >/dev/null
-  new_bin="$BENCH_BUILD_DIR/host/sim/moehub-sim"
-else
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)" --target moehub-sim >/dev/null
-  new_bin="build/release/host/sim/moehub-sim"
-fi
+. scripts/build-sim.sh
+old_bin="$(moehub_old_sim "$old_sha" "$(nproc)")"
+new_bin="$(moehub_new_sim "${BENCH_BUILD_DIR:-}" "$(nproc)")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -21,26 +21,8 @@ old_rev="${1:?usage: scripts/compare-results.sh OLD_REV [-j N]}"
 shift
 build_jobs="${BUILD_JOBS:-2}"
 old_sha="$(git rev-parse --short "$old_rev")"
-if [ -n "${COMPARE_OLD_BIN:-}" ]; then
-  old_bin="$COMPARE_OLD_BIN"
-else
-  old_src="build/bench-old/$old_sha/src"
-  old_bin="build/bench-old/$old_sha/build/host/sim/moehub-sim"
-  if [ ! -x "$old_bin" ]; then
-    rm -rf "$old_src"
-    mkdir -p "$old_src"
-    git archive "$old_sha" | tar -x -C "$old_src"
-    cmake -S "$old_src" -B "build/bench-old/$old_sha/build" -DCMAKE_BUILD_TYPE=Release -DMOEHUB_CUDA=OFF >/dev/null
-    cmake --build "build/bench-old/$old_sha/build" -j "$build_jobs" --target moehub-sim >/dev/null
-  fi
-fi
-if [ -n "${COMPARE_BUILD_DIR:-}" ]; then
-  cmake --build "$COMPARE_BUILD_DIR" -j "$build_jobs" --target moehub-sim >/dev/null
-  new_bin="$COMPARE_BUILD_DIR/host/sim/moehub-sim"
-else
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$build_jobs" --target moehub-sim >/dev/null
-  new_bin="build/release/host/sim/moehub-sim"
-fi
+. scripts/build-sim.sh
+old_bin="${COMPARE_OLD_BIN:-$(moehub_old_sim "$old_sha" "$build_jobs")}"
+new_bin="$(moehub_new_sim "${COMPARE_BUILD_DIR:-}" "$build_jobs")"
 echo "moehub-sim results, old = $old_sha ($old_bin), new = working tree ($new_bin)"
 exec python3 scripts/compare-results.py --old "$old_bin" --new "$new_bin" "$@"
