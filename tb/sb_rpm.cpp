@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "Vsb_rpm.h"
+#include "golden/merge_rule.hpp"
 #include "golden/rpm.hpp"
 #include "tb_dut.hpp"
 #include "tb_scoreboard.hpp"
@@ -48,6 +49,7 @@ using moehub::golden::Opcode;
 using moehub::golden::RpmParams;
 using moehub::golden::RuntimePacketManager;
 using moehub::golden::StoreRequest;
+using moehub::golden::is_row_store;
 using moehub::tb::Outcome;
 
 constexpr unsigned kDests = 3;
@@ -62,13 +64,13 @@ struct Slot {
   std::uint32_t malloc_id = 0;
   std::int64_t row = -1;
   std::uint64_t line = 0;
+  moehub::golden::MergeKey key;  // of its first store (golden/merge_rule.hpp)
   ByteMask mask;
   std::uint64_t created = 0;
   std::vector<std::uint64_t> tags;
   bool offered = false;  // the RTL holds a grant of it (the golden RPM picked it)
 };
 
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
 
 class RpmBoard {
  public:
@@ -90,8 +92,7 @@ class RpmBoard {
     const moehub::golden::Tick next = tick(c);
     s.tag = next_tag_++;
     const unsigned p = static_cast<unsigned>(s.dst_gpu - 1);
-    const std::uint64_t line = is_row_store(s.op) ? s.row_offset / 128 : s.address / 128;
-    const std::uint32_t off = is_row_store(s.op) ? s.row_offset % 128 : static_cast<std::uint32_t>(s.address % 128);
+    const moehub::golden::MergeKey key = moehub::golden::merge_key(s);
     Slot* merge = nullptr;
     std::vector<unsigned> free;
     for (unsigned i = 0; i < kDepth; ++i) {
@@ -101,10 +102,7 @@ class RpmBoard {
         continue;
       }
       if (e.offered) continue;  // no store merges into an offered entry
-      if (e.op == s.op && e.prio == s.priority && e.line == line &&
-          (!is_row_store(s.op) || (e.malloc_id == s.malloc_id && e.row == s.row_id))) {
-        merge = &e;
-      }
+      if (moehub::golden::mergeable(s) && e.key == key) merge = &e;
     }
     const bool held_here = held_ >= 0 && static_cast<unsigned>(held_) / kDepth == p;
     if (held_here && merge == nullptr && free.empty()) return false;  // waits for the offered entry to leave
@@ -114,9 +112,9 @@ class RpmBoard {
     g_->accept(s, next);
     if (merge == nullptr) {
       merge = &pool_[p * kDepth + free[rng_() % free.size()]];
-      *merge = Slot{true, s.op, s.priority, s.malloc_id, s.row_id, line, ByteMask{}, c, {}};
+      *merge = Slot{true, s.op, s.priority, s.malloc_id, s.row_id, key.line, key, ByteMask{}, c, {}};
     }
-    merge->mask |= ByteMask::range(off, s.bytes);
+    merge->mask |= moehub::golden::line_mask(s, "sb_rpm");
     merge->tags.push_back(s.tag);
     return true;
   }

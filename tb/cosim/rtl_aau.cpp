@@ -15,7 +15,6 @@ using golden::IngressResult;
 using golden::Opcode;
 using golden::StoreRequest;
 
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
 
 /// One past the last byte of the row that `w` writes (as the behavioural AAU computes it).
 std::uint64_t row_extent_end(const StoreRequest& w) {

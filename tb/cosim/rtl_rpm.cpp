@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "golden/merge_rule.hpp"
 #include "rtl_rpm_core.hpp"
 
 namespace moehub::cosim {
@@ -12,18 +13,10 @@ namespace moehub::cosim {
 namespace {
 
 using golden::ByteMask;
+using golden::is_row_store;
 using golden::Opcode;
 using golden::StoreRequest;
 using golden::Tick;
-
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
-std::uint64_t line_of(const StoreRequest& s) {
-  return is_row_store(s.op) ? s.row_offset / golden::kLineBytes : s.address / golden::kLineBytes;
-}
-std::uint32_t offset_in_line(const StoreRequest& s) {
-  return is_row_store(s.op) ? s.row_offset % golden::kLineBytes
-                            : static_cast<std::uint32_t>(s.address % golden::kLineBytes);
-}
 
 const detail::RpmModelEntry& model_for(const golden::RpmParams& p) {
   std::string built;
@@ -63,13 +56,12 @@ struct RtlRuntimePacketManager::Impl {
   }
   /// Slot `s` merges into in its partition, or -1.
   int find_merge(const StoreRequest& s) const {
-    if (s.op == Opcode::kFlagWrite) return -1;
+    if (!golden::mergeable(s)) return -1;
     const std::size_t part = partition_of(s.dst_gpu);
+    const golden::MergeKey k = golden::merge_key(s);
     for (std::uint32_t i = 0; i < count[part]; ++i) {  // the valid entries
       const Entry& e = pool[part * g.entries_per_peer + i];
-      if (e.packet.op != s.op || e.packet.priority != s.priority || e.line != line_of(s)) continue;
-      if (is_row_store(s.op) && (e.packet.malloc_id != s.malloc_id || e.packet.row_id != s.row_id)) continue;
-      return static_cast<int>(part * g.entries_per_peer + i);
+      if (golden::merge_key(e.packet) == k) return static_cast<int>(part * g.entries_per_peer + i);
     }
     return -1;
   }
@@ -217,15 +209,7 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
     throw std::invalid_argument("RTL RPM: RowID " + std::to_string(s.row_id) + " outside [0, " +
                                 std::to_string((1ULL << row_bits) - 2) + "]");
   }
-  ByteMask mask = s.mask;
-  if (mask.empty()) {
-    const std::uint32_t off = offset_in_line(s);
-    if (s.bytes == 0 || off + s.bytes > golden::kLineBytes) {
-      throw std::invalid_argument("RTL RPM: store of " + std::to_string(s.bytes) + " bytes at offset " +
-                                  std::to_string(off) + " of its 128-byte line");
-    }
-    mask = ByteMask::range(off, s.bytes);
-  }
+  const ByteMask mask = golden::line_mask(s, "RTL RPM");
   // Accepts may run ahead of picks (the platform's stores reach the buffer up
   // to a quantum ahead of its egress): the model's clock follows the picks,
   // and an entry created after the model's cycle is presented when the model
@@ -246,7 +230,7 @@ void RtlRuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   slot = d.free_slot(s.dst_gpu);
   if (slot < 0) throw std::logic_error("RTL RPM: partition full (accept without can_accept)");
   Impl::Entry& e = d.pool[static_cast<std::size_t>(slot)];
-  e = Impl::Entry{true, s, line_of(s), created, false, 0, 1, {s.tag}};
+  e = Impl::Entry{true, s, golden::merge_line(s), created, false, 0, 1, {s.tag}};
   e.packet.mask = mask;
   ++d.held;
   ++d.count[static_cast<std::size_t>(slot) / d.g.entries_per_peer];

@@ -7,8 +7,6 @@ namespace moehub::golden {
 
 namespace {
 
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
-
 /// One past the last byte, relative to the row start, that `w` writes: the
 /// mask (relative to the 128-byte window containing row_offset) if it is set,
 /// else [row_offset, row_offset + bytes).

@@ -9,8 +9,6 @@ namespace moehub::golden {
 
 namespace {
 
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
-
 /// A run of bytes a completed write wrote.
 struct Run {
   std::uint64_t start;

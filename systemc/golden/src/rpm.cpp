@@ -6,10 +6,6 @@
 
 namespace moehub::golden {
 
-namespace {
-bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
-}  // namespace
-
 namespace rpm_detail {
 
 template <class T>
@@ -95,24 +91,6 @@ std::size_t RuntimePacketManager::partition_of(std::int32_t dst) const {
   return static_cast<std::size_t>(dst < p_.gpu ? dst : dst - 1);
 }
 
-std::uint32_t RuntimePacketManager::offset_in_line(const StoreRequest& s) {
-  return is_row_store(s.op) ? s.row_offset % kLineBytes : static_cast<std::uint32_t>(s.address % kLineBytes);
-}
-
-std::uint64_t RuntimePacketManager::line_of(const StoreRequest& s) {
-  return is_row_store(s.op) ? s.row_offset / kLineBytes : s.address / kLineBytes;
-}
-
-ByteMask RuntimePacketManager::mask_of(const StoreRequest& s) {
-  if (!s.mask.empty()) return s.mask;
-  const std::uint32_t off = offset_in_line(s);
-  if (s.bytes == 0 || off + s.bytes > kLineBytes) {
-    throw std::invalid_argument("RPM: store of " + std::to_string(s.bytes) + " bytes at offset " + std::to_string(off) +
-                                " of its 128-byte line (a store is 1..128 bytes within one line)");
-  }
-  return ByteMask::range(off, s.bytes);
-}
-
 bool RuntimePacketManager::OrderKey::operator<(const OrderKey& o) const {
   if (nop != o.nop) return nop < o.nop;
   if (partial != o.partial) return partial < o.partial;
@@ -123,29 +101,6 @@ bool RuntimePacketManager::OrderKey::operator<(const OrderKey& o) const {
 bool RuntimePacketManager::TimeKey::operator<(const TimeKey& o) const {
   if (created_cycle != o.created_cycle) return created_cycle < o.created_cycle;
   return seq < o.seq;
-}
-
-bool RuntimePacketManager::MergeKey::operator==(const MergeKey& o) const {
-  return line == o.line && row_id == o.row_id && malloc_id == o.malloc_id && op == o.op && priority == o.priority;
-}
-
-std::size_t RuntimePacketManager::MergeKey::hash() const {
-  std::uint64_t h = line * 0x9E3779B97F4A7C15ULL;
-  h ^= (static_cast<std::uint64_t>(row_id) + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
-  h ^= (std::uint64_t{malloc_id} << 16 | std::uint64_t{op} << 8 | priority) * 0x165667B19E3779F9ULL;
-  return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
-RuntimePacketManager::MergeKey RuntimePacketManager::merge_key(const StoreRequest& s, std::uint64_t line) {
-  MergeKey k;
-  k.line = line;
-  if (is_row_store(s.op)) {
-    k.row_id = s.row_id;
-    k.malloc_id = s.malloc_id;
-  }
-  k.op = static_cast<std::uint8_t>(s.op);
-  k.priority = s.priority ? 1 : 0;
-  return k;
 }
 
 RuntimePacketManager::OrderKey RuntimePacketManager::order_key(const Entry& e, std::uint32_t slot) {
@@ -160,19 +115,19 @@ RuntimePacketManager::OrderKey RuntimePacketManager::order_key(const Entry& e, s
 
 std::uint32_t RuntimePacketManager::find_merge(const Partition& part, const StoreRequest& s) const {
   if (!mergeable(s)) return kNoSlot;
-  const MergeKey k = merge_key(s, line_of(s));
+  const MergeKey k = merge_key(s);
   const std::size_t mask = part.merge_cells.size() - 1;
   const auto h = static_cast<std::uint32_t>(k.hash());
   for (std::size_t i = h & mask;; i = (i + 1) & mask) {
     const MergeCell& c = part.merge_cells[i];
     if (c.slot == kNoSlot) return kNoSlot;
-    if (c.hash == h && merge_key(part.slots[c.slot]) == k) return c.slot;
+    if (c.hash == h && entry_key(part.slots[c.slot]) == k) return c.slot;
   }
 }
 
 void RuntimePacketManager::merge_insert(Partition& part, std::uint32_t slot) {
   const std::size_t mask = part.merge_cells.size() - 1;
-  const auto h = static_cast<std::uint32_t>(merge_key(part.slots[slot]).hash());
+  const auto h = static_cast<std::uint32_t>(entry_key(part.slots[slot]).hash());
   std::size_t i = h & mask;
   while (part.merge_cells[i].slot != kNoSlot) i = (i + 1) & mask;
   part.merge_cells[i] = MergeCell{slot, h};
@@ -180,7 +135,7 @@ void RuntimePacketManager::merge_insert(Partition& part, std::uint32_t slot) {
 
 void RuntimePacketManager::merge_erase(Partition& part, std::uint32_t slot) {
   const std::size_t mask = part.merge_cells.size() - 1;
-  std::size_t i = merge_key(part.slots[slot]).hash() & mask;
+  std::size_t i = entry_key(part.slots[slot]).hash() & mask;
   while (part.merge_cells[i].slot != slot) {
     if (part.merge_cells[i].slot == kNoSlot) throw std::logic_error("RPM: merge index out of step with its entries");
     i = (i + 1) & mask;
@@ -226,7 +181,7 @@ void RuntimePacketManager::unindex_order(Partition& part, std::uint32_t slot) {
 
 void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   Partition& part = parts_[partition_of(s.dst_gpu)];
-  const ByteMask mask = mask_of(s);
+  const ByteMask mask = line_mask(s, "RPM");
   ++stats_.stores_accepted;
   if (const std::uint32_t found = find_merge(part, s); found != kNoSlot) {
     Entry& e = part.slots[found];
@@ -254,7 +209,7 @@ void RuntimePacketManager::accept(const StoreRequest& s, Tick now) {
   Entry& e = part.slots[slot];
   e.packet = s;
   e.packet.mask = mask;
-  e.line = line_of(s);
+  e.line = merge_line(s);
   e.created_cycle = clock_.cycle_at(now);
   e.seq = seq_++;
   e.merged = 1;

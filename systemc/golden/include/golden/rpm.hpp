@@ -55,6 +55,7 @@
 
 #include "golden/hub_clock.hpp"
 #include "golden/hub_functions.hpp"
+#include "golden/merge_rule.hpp"
 
 namespace moehub::golden {
 
@@ -165,16 +166,6 @@ class RuntimePacketManager : public EgressFunction {
     std::uint32_t slot = ~0U;
     std::uint32_t hash = 0;
   };
-  /// What a store must match to merge into an entry.
-  struct MergeKey {
-    std::uint64_t line = 0;
-    std::int64_t row_id = 0;      ///< row stores only (0 for st)
-    std::uint32_t malloc_id = 0;  ///< row stores only (0 for st)
-    std::uint8_t op = 0;
-    std::uint8_t priority = 0;
-    bool operator==(const MergeKey& o) const;
-    std::size_t hash() const;
-  };
   /// One peer's entries in slots, with sorted indexes over them kept up to
   /// date by accept() and pick(), so that neither scans the partition.
   struct Partition {
@@ -191,12 +182,8 @@ class RuntimePacketManager : public EgressFunction {
     std::vector<MergeCell> merge_cells;
   };
   std::size_t partition_of(std::int32_t dst) const;
-  static bool mergeable(const StoreRequest& s) { return s.op != Opcode::kFlagWrite; }
-  static std::uint64_t line_of(const StoreRequest& s);
-  static std::uint32_t offset_in_line(const StoreRequest& s);
-  static ByteMask mask_of(const StoreRequest& s);
-  static MergeKey merge_key(const StoreRequest& s, std::uint64_t line);
-  static MergeKey merge_key(const Entry& e) { return merge_key(e.packet, e.line); }
+  /// An entry's merge key (golden/merge_rule.hpp): that of its first store.
+  static MergeKey entry_key(const Entry& e) { return merge_key(e.packet); }
   void merge_insert(Partition& part, std::uint32_t slot);
   void merge_erase(Partition& part, std::uint32_t slot);
   static OrderKey order_key(const Entry& e, std::uint32_t slot);

@@ -25,6 +25,9 @@ enum class Opcode : std::uint8_t {
 
 const char* to_string(Opcode op);
 
+/// st.rowsp or st.rowsp.nop: a destination-agnostic row store.
+inline bool is_row_store(Opcode op) { return op == Opcode::kRowStore || op == Opcode::kRowStoreNop; }
+
 inline constexpr std::uint32_t kLineBytes = 128;
 
 /// Which bytes of a 128-byte line a store writes (bit i = byte i).
